@@ -1,0 +1,28 @@
+# Warning, sanitizer and ISA flags shared by every Strata target.
+
+set(STRATA_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+    -Wcast-align -Wunused -Woverloaded-virtual
+    -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND STRATA_WARNINGS -Wno-maybe-uninitialized)
+endif()
+if(STRATA_WERROR)
+  list(APPEND STRATA_WARNINGS -Werror)
+endif()
+
+if(STRATA_SANITIZE)
+  add_compile_options(-fsanitize=${STRATA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${STRATA_SANITIZE})
+endif()
+
+# strata_target_defaults(target): warnings + include roots for a project target.
+function(strata_target_defaults target)
+  target_compile_options(${target} PRIVATE ${STRATA_WARNINGS})
+  target_include_directories(${target} PUBLIC
+    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}/generated)
+endfunction()
+
+# Per-ISA compile flags. Kernel sources for one ISA are compiled with these and
+# only ever called after a CPUID check (runtime/kernels/cpu_features.h).
+set(STRATA_AVX2_FLAGS "-mavx2 -mfma -mf16c -mbmi2")
+set(STRATA_AVX512_FLAGS "-mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16")

@@ -1,0 +1,120 @@
+#include "runtime/base/atomic_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "runtime/base/fault_injection.h"
+#include "runtime/base/strings.h"
+
+#ifdef _WIN32
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
+
+namespace strata {
+
+AtomicFileWriter::~AtomicFileWriter() { Abandon(); }
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& o) noexcept
+    : final_path_(std::move(o.final_path_)),
+      temp_path_(std::move(o.temp_path_)),
+      file_(o.file_),
+      position_(o.position_) {
+  o.file_ = nullptr;
+  o.temp_path_.clear();
+}
+
+void AtomicFileWriter::Abandon() {
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (!temp_path_.empty()) {
+    std::remove(temp_path_.c_str());
+    temp_path_.clear();
+  }
+}
+
+Result<AtomicFileWriter> AtomicFileWriter::Create(const std::string& final_path) {
+  AtomicFileWriter w;
+  w.final_path_ = final_path;
+#ifdef _WIN32
+  int pid = _getpid();
+#else
+  int pid = static_cast<int>(getpid());
+#endif
+  w.temp_path_ = StrFormat("%s.tmp-%d", final_path.c_str(), pid);
+  if (ShouldInjectFault(FaultSite::kFileOpen)) {
+    w.temp_path_.clear();
+    return IoError(final_path + ": cannot create the output file (injected fault)");
+  }
+  w.file_ = std::fopen(w.temp_path_.c_str(), "wb");
+  if (!w.file_) {
+    int e = errno;
+    std::string tmp = w.temp_path_;
+    w.temp_path_.clear();
+    return IoError(StrFormat("%s: cannot create: %s", tmp.c_str(), std::strerror(e)));
+  }
+  return w;
+}
+
+Status AtomicFileWriter::Write(std::span<const uint8_t> bytes) {
+  if (!file_) return Internal("AtomicFileWriter::Write on a closed writer");
+  if (ShouldInjectFault(FaultSite::kFileWrite))
+    return IoError(StrFormat("%s: write of %zu bytes failed (injected fault)", temp_path_.c_str(), bytes.size()));
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+    int e = errno;
+    return IoError(StrFormat("%s: write of %zu bytes at offset %llu failed: %s", temp_path_.c_str(), bytes.size(),
+                             static_cast<unsigned long long>(position_), std::strerror(e)));
+  }
+  position_ += bytes.size();
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::WriteZeros(uint64_t n) {
+  static const std::vector<uint8_t> kZeros(1 << 16, 0);
+  while (n > 0) {
+    size_t chunk = n < kZeros.size() ? static_cast<size_t>(n) : kZeros.size();
+    STRATA_RETURN_IF_ERROR(Write({kZeros.data(), chunk}));
+    n -= chunk;
+  }
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::Commit() {
+  if (!file_) return Internal("AtomicFileWriter::Commit on a closed writer");
+  if (std::fflush(file_) != 0) {
+    int e = errno;
+    return IoError(StrFormat("%s: flush failed: %s", temp_path_.c_str(), std::strerror(e)));
+  }
+#ifdef _WIN32
+  _commit(_fileno(file_));
+#else
+  if (fsync(fileno(file_)) != 0) {
+    int e = errno;
+    return IoError(StrFormat("%s: fsync failed: %s", temp_path_.c_str(), std::strerror(e)));
+  }
+#endif
+  std::fclose(file_);
+  file_ = nullptr;
+  if (ShouldInjectFault(FaultSite::kFileRename))
+    return IoError(StrFormat("cannot rename %s to %s (injected fault)", temp_path_.c_str(), final_path_.c_str()));
+#ifdef _WIN32
+  bool ok = MoveFileExA(temp_path_.c_str(), final_path_.c_str(), MOVEFILE_REPLACE_EXISTING) != 0;
+  int e = ok ? 0 : static_cast<int>(GetLastError());
+#else
+  bool ok = std::rename(temp_path_.c_str(), final_path_.c_str()) == 0;
+  int e = errno;
+#endif
+  if (!ok)
+    return IoError(StrFormat("cannot rename %s to %s: %s", temp_path_.c_str(), final_path_.c_str(), std::strerror(e)));
+  temp_path_.clear();
+  return Status::Ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,29 @@
+#pragma once
+// Fault injection for tests: every allocation, mapping and file write in Strata
+// asks ShouldInjectFault(site) first, so a test can make the N-th call at a
+// site fail and check that the failure surfaces as a clean Status, never a
+// crash or a read through a stale pointer (seeds/004).
+
+#include <cstdint>
+
+namespace strata {
+
+enum class FaultSite : uint8_t {
+  kFileOpen = 0,
+  kFileMap,
+  kAllocate,
+  kFileWrite,
+  kFileRename,
+  kCount,
+};
+
+const char* FaultSiteName(FaultSite site);
+
+// Makes the call to ShouldInjectFault(site) that comes `skip` calls from now
+// return true (once). skip = 0 fails the next call.
+void ArmFault(FaultSite site, uint32_t skip);
+void DisarmAllFaults();
+// True when an armed fault fires. Cheap (one relaxed atomic load) when nothing is armed.
+bool ShouldInjectFault(FaultSite site);
+
+}  // namespace strata

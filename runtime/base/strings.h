@@ -1,0 +1,19 @@
+#pragma once
+// Small string helpers used in messages and reports.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+// printf-style formatting into a std::string.
+std::string StrFormat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// "1.23 GiB", "512 B"
+std::string HumanBytes(uint64_t bytes);
+// A string safe to print: non-printable bytes as \xNN, cut to max_len with "...".
+std::string Printable(std::string_view s, size_t max_len = 80);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+
+}  // namespace strata

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in a fuzz build for a bounded time, seeded with the
+# real files in ../shared/data and the project's own corpus.
+#   bash scripts/fuzz.sh BUILD_DIR SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build-ci/fuzz}
+SECONDS_EACH=${2:-60}
+DATA=${STRATA_DATA_DIR:-../shared/data}
+shopt -s nullglob
+for bin in "$BUILD_DIR"/tests/*_fuzz; do
+  name=$(basename "$bin")
+  corpus="$BUILD_DIR/fuzz-corpus/$name"
+  mkdir -p "$corpus"
+  seeds=()
+  case "$name" in
+    gguf_reader_fuzz) seeds=("$DATA"/models "$DATA"/conformance "$DATA"/tokenizer) ;;
+    pack_reader_fuzz) [[ -d "$BUILD_DIR/fuzz-seeds/packs" ]] && seeds=("$BUILD_DIR/fuzz-seeds/packs") ;;
+  esac
+  echo "fuzz: $name for ${SECONDS_EACH}s"
+  ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 \
+    -max_len=1048576 -print_final_stats=1 "$corpus" "${seeds[@]}" 2>&1 | tail -n 12
+done

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build dependency from Debian 12 packages, then configures and
+# builds Strata (optimized) in build/. Safe to run again.
+#   bash scripts/setup.sh            # install + build
+#   STRATA_SKIP_APT=1 bash scripts/setup.sh   # build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git python3
+  clang libclang-rt-14-dev              # libFuzzer + sanitizers for the fuzz targets
+  flatbuffers-compiler libflatbuffers-dev
+  libzstd-dev libxxhash-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev nlohmann-json3-dev
+  libutf8proc-dev                        # Unicode categories for the tokenizers
+)
+
+if [[ "${STRATA_SKIP_APT:-0}" != "1" ]]; then
+  missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    SUDO=""
+    if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+    echo "setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+BUILD_DIR=${STRATA_BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${STRATA_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR"
