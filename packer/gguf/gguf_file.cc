@@ -410,14 +410,17 @@ Result<ParsedGguf> ParseGguf(std::string_view name, std::span<const uint8_t> byt
   }
   for (TensorInfo& t : g.tensors) {
     std::string tf = "tensor '" + Printable(t.name) + "' data";
-    uint64_t end;
-    if (!CheckedAdd(g.data_offset, t.rel_offset, &t.offset) || !CheckedAdd(t.offset, t.nbytes, &end) ||
-        end > r.size()) {
+    uint64_t end = 0;
+    bool fits = CheckedAdd(g.data_offset, t.rel_offset, &t.offset) && CheckedAdd(t.offset, t.nbytes, &end);
+    if (!fits || end > r.size()) {
+      std::string found = fits ? StrFormat("bytes from %" PRIu64 " to %" PRIu64, t.offset, end)
+                               : StrFormat("data offset %" PRIu64 " past the data section at %" PRIu64
+                                           ", with %" PRIu64 " bytes: an end beyond 2^64",
+                                           t.rel_offset, g.data_offset, t.nbytes);
       return r.Bad(t.info_offset, tf,
                    StrFormat("%" PRIu64 " bytes (%s %s) inside the file of %" PRIu64 " bytes", t.nbytes,
                              std::string(TypeName(t.type)).c_str(), t.ShapeString().c_str(), r.size()),
-                   StrFormat("bytes from %" PRIu64 " to %s", t.offset,
-                             t.offset > UINT64_MAX - t.nbytes ? "beyond 2^64" : U64(t.offset + t.nbytes).c_str()));
+                   found);
     }
   }
   std::vector<size_t> order(g.tensors.size());
