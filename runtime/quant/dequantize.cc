@@ -1,5 +1,6 @@
 #include "runtime/quant/dequantize.h"
 
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -109,8 +110,12 @@ void Q8_0(const uint8_t* src, float* dst, int64_t n_blocks) {
 void Q1_0(const uint8_t* src, float* dst, int64_t n_blocks) {
   for (int64_t i = 0; i < n_blocks; ++i, dst += 128) {
     const auto b = LoadBlock<BlockQ1_0>(src, i);
-    const float d = Fp16ToFp32(b.d);
-    for (int j = 0; j < 128; ++j) dst[j] = ((b.qs[j / 8] >> (j % 8)) & 1) ? d : -d;
+    // bit ? d : -d, as a sign-bit flip rather than a branch on random bits.
+    const uint32_t d_bits = std::bit_cast<uint32_t>(Fp16ToFp32(b.d));
+    for (int j = 0; j < 128; ++j) {
+      const uint32_t clear = ((b.qs[j / 8] >> (j % 8)) & 1u) ^ 1u;
+      dst[j] = std::bit_cast<float>(d_bits ^ (clear << 31));
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // scale, with per-element signs from a 7-bit pattern (kKsignsIq2xs) or a sign
 // byte. See dequantize_internal.h for the float-order contract.
 
+#include <bit>
 #include <cstring>
 
 #include "runtime/quant/blocks.h"
@@ -14,12 +15,18 @@ namespace strata::dequant {
 namespace {
 
 // Byte j of a grid entry (element j of the group).
-inline float GridByte(uint64_t entry, int j) { return static_cast<float>((entry >> (8 * j)) & 0xFFu); }
+inline float GridByte(uint64_t entry, int j) { return static_cast<float>(static_cast<int>((entry >> (8 * j)) & 0xFFu)); }
 // iq1s grid bytes are int8 (-1, 0, +1).
 inline float GridInt8(uint64_t entry, int j) {
   return static_cast<float>(static_cast<int8_t>(static_cast<uint8_t>(entry >> (8 * j))));
 }
-inline float Sign(uint8_t signs, int j) { return (signs & kKmaskIq2xs[j]) ? -1.0f : 1.0f; }
+// v negated if sign bit j is set. ggml writes `v * (neg ? -1.f : 1.f)`, which
+// is the same value for every non-NaN v; flipping the sign bit directly keeps
+// the loop free of branches on random sign bits.
+inline float ApplySign(float v, uint8_t signs, int j) {
+  const uint32_t flip = static_cast<uint32_t>((signs >> j) & 1u) << 31;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ flip);
+}
 
 inline uint32_t LoadU32(const void* p) {
   uint32_t v;
@@ -29,7 +36,7 @@ inline uint32_t LoadU32(const void* p) {
 
 // Writes 8 elements: db * grid byte j * sign j.
 inline void Group8(float db, uint64_t entry, uint8_t signs, float* y) {
-  for (int j = 0; j < 8; ++j) y[j] = db * GridByte(entry, j) * Sign(signs, j);
+  for (int j = 0; j < 8; ++j) y[j] = ApplySign(db * GridByte(entry, j), signs, j);
 }
 
 }  // namespace
@@ -97,8 +104,8 @@ void Iq3_xxs(const uint8_t* src, float* dst, int64_t n_blocks) {
         const uint32_t g1 = kIq3XxsGrid[qs[2 * l]];
         const uint32_t g2 = kIq3XxsGrid[qs[2 * l + 1]];
         for (int j = 0; j < 4; ++j) {
-          dst[j] = db * GridByte(g1, j) * Sign(signs, j);
-          dst[j + 4] = db * GridByte(g2, j) * Sign(signs, j + 4);
+          dst[j] = ApplySign(db * GridByte(g1, j), signs, j);
+          dst[j + 4] = ApplySign(db * GridByte(g2, j), signs, j + 4);
         }
       }
     }
@@ -119,8 +126,8 @@ void Iq3_s(const uint8_t* src, float* dst, int64_t n_blocks) {
         const uint32_t g1 = kIq3SGrid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)];
         const uint32_t g2 = kIq3SGrid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)];
         for (int j = 0; j < 4; ++j) {
-          dst[j] = db * GridByte(g1, j) * Sign(signs[l], j);
-          dst[j + 4] = db * GridByte(g2, j) * Sign(signs[l], j + 4);
+          dst[j] = ApplySign(db * GridByte(g1, j), signs[l], j);
+          dst[j + 4] = ApplySign(db * GridByte(g2, j), signs[l], j + 4);
         }
       }
     }
