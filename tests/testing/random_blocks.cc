@@ -66,7 +66,7 @@ void FillRandomBlocks(GgmlType type, uint64_t n_blocks, std::mt19937_64& rng, ui
       return;
     case T::kF64:
       for (uint64_t i = 0; i < n_blocks; ++i) {
-        const double v = normal(rng);
+        const double v = static_cast<double>(normal(rng));
         std::memcpy(out + 8 * i, &v, 8);
       }
       return;
