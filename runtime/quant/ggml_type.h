@@ -65,6 +65,57 @@ struct GgmlTypeInfo {
                              // integer/F64 type or an activation-only type)
 };
 
+// The table itself, in id order. Public so that compile-time checks (block
+// struct sizes in blocks.h) read the same numbers the runtime uses.
+namespace ggml_type_detail {
+using T = GgmlType;
+inline constexpr GgmlTypeInfo kTable[] = {
+    {T::kF32, "F32", 1, 4, true},
+    {T::kF16, "F16", 1, 2, true},
+    {T::kQ4_0, "Q4_0", 32, 18, true},
+    {T::kQ4_1, "Q4_1", 32, 20, true},
+    {T::kQ5_0, "Q5_0", 32, 22, true},
+    {T::kQ5_1, "Q5_1", 32, 24, true},
+    {T::kQ8_0, "Q8_0", 32, 34, true},
+    {T::kQ8_1, "Q8_1", 32, 36, false},
+    {T::kQ2_K, "Q2_K", 256, 84, true},
+    {T::kQ3_K, "Q3_K", 256, 110, true},
+    {T::kQ4_K, "Q4_K", 256, 144, true},
+    {T::kQ5_K, "Q5_K", 256, 176, true},
+    {T::kQ6_K, "Q6_K", 256, 210, true},
+    {T::kQ8_K, "Q8_K", 256, 292, false},
+    {T::kIQ2_XXS, "IQ2_XXS", 256, 66, true},
+    {T::kIQ2_XS, "IQ2_XS", 256, 74, true},
+    {T::kIQ3_XXS, "IQ3_XXS", 256, 98, true},
+    {T::kIQ1_S, "IQ1_S", 256, 50, true},
+    {T::kIQ4_NL, "IQ4_NL", 32, 18, true},
+    {T::kIQ3_S, "IQ3_S", 256, 110, true},
+    {T::kIQ2_S, "IQ2_S", 256, 82, true},
+    {T::kIQ4_XS, "IQ4_XS", 256, 136, true},
+    {T::kI8, "I8", 1, 1, false},
+    {T::kI16, "I16", 1, 2, false},
+    {T::kI32, "I32", 1, 4, false},
+    {T::kI64, "I64", 1, 8, false},
+    {T::kF64, "F64", 1, 8, false},
+    {T::kIQ1_M, "IQ1_M", 256, 56, true},
+    {T::kBF16, "BF16", 1, 2, true},
+    {T::kTQ1_0, "TQ1_0", 256, 54, true},
+    {T::kTQ2_0, "TQ2_0", 256, 66, true},
+    {T::kMXFP4, "MXFP4", 32, 17, true},
+    {T::kNVFP4, "NVFP4", 64, 36, true},
+    {T::kQ1_0, "Q1_0", 128, 18, true},
+    {T::kQ2_0, "Q2_0", 64, 18, true},
+};
+}  // namespace ggml_type_detail
+inline constexpr std::span<const GgmlTypeInfo> kGgmlTypeTable = ggml_type_detail::kTable;
+
+// Compile-time lookup of a known type (the enum holds only known types).
+constexpr const GgmlTypeInfo& TypeInfoConstexpr(GgmlType t) {
+  for (const GgmlTypeInfo& info : ggml_type_detail::kTable)
+    if (info.type == t) return info;
+  return ggml_type_detail::kTable[0];  // unreachable for enum values
+}
+
 // The type with this id, or nullptr if the id is unknown or was removed.
 const GgmlTypeInfo* LookupGgmlType(uint32_t id);
 inline const GgmlTypeInfo& TypeInfo(GgmlType t) { return *LookupGgmlType(static_cast<uint32_t>(t)); }
