@@ -29,6 +29,19 @@ AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& o) noexcept
   o.temp_path_.clear();
 }
 
+AtomicFileWriter& AtomicFileWriter::operator=(AtomicFileWriter&& o) noexcept {
+  if (this != &o) {
+    Abandon();
+    final_path_ = std::move(o.final_path_);
+    temp_path_ = std::move(o.temp_path_);
+    file_ = o.file_;
+    position_ = o.position_;
+    o.file_ = nullptr;
+    o.temp_path_.clear();
+  }
+  return *this;
+}
+
 void AtomicFileWriter::Abandon() {
   if (file_) {
     std::fclose(file_);
@@ -73,6 +86,29 @@ Status AtomicFileWriter::Write(std::span<const uint8_t> bytes) {
                              static_cast<unsigned long long>(position_), std::strerror(e)));
   }
   position_ += bytes.size();
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::WriteAt(uint64_t offset, std::span<const uint8_t> bytes) {
+  if (!file_) return Internal("AtomicFileWriter::WriteAt on a closed writer");
+  if (offset + bytes.size() > position_) return Internal("AtomicFileWriter::WriteAt past the end written so far");
+  if (ShouldInjectFault(FaultSite::kFileWrite))
+    return IoError(StrFormat("%s: write of %zu bytes failed (injected fault)", temp_path_.c_str(), bytes.size()));
+#ifdef _WIN32
+  bool seek_ok = _fseeki64(file_, static_cast<long long>(offset), SEEK_SET) == 0;
+#else
+  bool seek_ok = fseeko(file_, static_cast<off_t>(offset), SEEK_SET) == 0;
+#endif
+  bool ok = seek_ok && std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size();
+  int e = errno;
+#ifdef _WIN32
+  ok = _fseeki64(file_, 0, SEEK_END) == 0 && ok;
+#else
+  ok = fseeko(file_, 0, SEEK_END) == 0 && ok;
+#endif
+  if (!ok)
+    return IoError(StrFormat("%s: write of %zu bytes at offset %llu failed: %s", temp_path_.c_str(), bytes.size(),
+                             static_cast<unsigned long long>(offset), std::strerror(e)));
   return Status::Ok();
 }
 

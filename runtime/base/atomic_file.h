@@ -18,7 +18,7 @@ class AtomicFileWriter {
   AtomicFileWriter() = default;
   ~AtomicFileWriter();
   AtomicFileWriter(AtomicFileWriter&& o) noexcept;
-  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter& operator=(AtomicFileWriter&& o) noexcept;
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
@@ -27,6 +27,9 @@ class AtomicFileWriter {
   Status Write(std::span<const uint8_t> bytes);
   Status Write(const void* p, size_t n) { return Write({static_cast<const uint8_t*>(p), n}); }
   Status WriteZeros(uint64_t n);
+  // Overwrites bytes already written at `offset` (e.g. a header patched last),
+  // then continues appending at the end.
+  Status WriteAt(uint64_t offset, std::span<const uint8_t> bytes);
   uint64_t position() const { return position_; }
   // Flushes, syncs to disk and renames the temporary file to the final path.
   Status Commit();

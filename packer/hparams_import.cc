@@ -1,0 +1,321 @@
+#include "packer/hparams_import.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "runtime/base/strings.h"
+
+namespace strata {
+namespace {
+
+using gguf::KeyValue;
+using gguf::Value;
+using gguf::ValueType;
+
+constexpr const char* kUnsafeFlag = "--allow-unsafe-fixes";
+
+// Keys that change the math in ways Strata does not implement: refused
+// unless they hold the value that means "off".
+struct UnsupportedKey {
+  const char* suffix;
+  const char* off_value;  // the value that is harmless, as text
+  const char* what;
+};
+constexpr UnsupportedKey kUnsupportedKeys[] = {
+    {"rope.scaling.type", "none", "RoPE scaling"},
+    {"rope.scale_linear", "1", "linear RoPE scaling"},
+    {"expert_gating_func", "1", "an expert gating function other than softmax (1)"},
+    {"attention.sliding_window", "0", "sliding-window attention"},
+};
+
+std::string Describe(const Value& v) { return v.Describe(); }
+
+class Importer {
+ public:
+  Importer(const gguf::GgufModel& m, Arch arch, const PackOptions& o, FixLog* log)
+      : m_(m), arch_name_(ArchName(arch)), opts_(o), log_(log) {}
+
+  std::string Key(const char* suffix) const { return suffix[0] == '@' ? std::string(suffix + 1) : arch_name_ + "." + suffix; }
+
+  std::optional<std::string> OverrideFor(const std::string& key) const {
+    for (const auto& [k, v] : opts_.overrides)
+      if (k == key) return v;
+    return std::nullopt;
+  }
+
+  // A u32 from any representation that holds it exactly.
+  bool ReadU32(const std::string& key, const Value& v, uint32_t* out) {
+    if (v.type == ValueType::kU32) {
+      *out = static_cast<uint32_t>(v.u64);
+      return true;
+    }
+    if (v.is_integer()) {
+      bool neg = v.is_signed_integer() && v.i64 < 0;
+      if (neg || v.u64 > UINT32_MAX) {
+        log_->Refuse(key, "expected an unsigned 32-bit integer, found " + Describe(v));
+        return false;
+      }
+      *out = static_cast<uint32_t>(v.u64);
+      log_->AddFix("integer-type", key, Describe(v), StrFormat("u32 %u", *out),
+                   "llama.cpp reads this key as u32; the stored value fits exactly");
+      return true;
+    }
+    if (gguf::IsFloatType(v.type) && v.f64 >= 0 && v.f64 <= UINT32_MAX && std::floor(v.f64) == v.f64) {
+      *out = static_cast<uint32_t>(v.f64);
+      log_->AddFix("float-type", key, Describe(v), StrFormat("u32 %u", *out),
+                   "a whole number stored as a float; converted exactly");
+      return true;
+    }
+    log_->Refuse(key, "expected an unsigned 32-bit integer, found " + Describe(v));
+    return false;
+  }
+
+  bool ReadF32(const std::string& key, const Value& v, float* out) {
+    if (v.type == ValueType::kF32) {
+      *out = static_cast<float>(v.f64);
+      return true;
+    }
+    if (v.type == ValueType::kF64 || v.is_integer()) {
+      double d = v.type == ValueType::kF64 ? v.f64 : (v.is_signed_integer() ? static_cast<double>(v.i64)
+                                                                            : static_cast<double>(v.u64));
+      float f = static_cast<float>(d);
+      bool exact = std::isfinite(d) && static_cast<double>(f) == d;
+      if (!exact && !opts_.allow_unsafe_fixes) {
+        log_->Refuse(key,
+                     "expected f32, found " + Describe(v) + ", which f32 cannot hold exactly (nearest: " +
+                         StrFormat("%.9g", static_cast<double>(f)) + ")",
+                     kUnsafeFlag);
+        return false;
+      }
+      *out = f;
+      log_->AddFix("float-type", key, Describe(v), StrFormat("f32 %.9g", static_cast<double>(f)),
+                   exact ? "llama.cpp reads this key as f32; converted exactly"
+                         : "rounded to the nearest f32 (allowed by --allow-unsafe-fixes)");
+      return true;
+    }
+    log_->Refuse(key, "expected f32, found " + Describe(v));
+    return false;
+  }
+
+  bool ReadSections(const std::string& key, const Value& v, std::array<int32_t, 4>* out) {
+    if (!v.is_array() || !gguf::IsIntegerType(v.elem_type) || v.count == 0 || v.count > 4) {
+      log_->Refuse(key, "expected an array of 1..4 integers, found " + Describe(v));
+      return false;
+    }
+    *out = {0, 0, 0, 0};
+    for (uint64_t i = 0; i < v.count; ++i) {
+      int64_t x = v.IntAt(i);
+      if (v.elem_type == ValueType::kU64 && v.UIntAt(i) > INT32_MAX) x = -1;
+      if (x < 0 || x > INT32_MAX) {
+        log_->Refuse(key, StrFormat("expected non-negative 32-bit sections, found element %" PRIu64 " = %" PRId64, i, x));
+        return false;
+      }
+      (*out)[i] = static_cast<int32_t>(x);
+    }
+    if (v.elem_type != ValueType::kI32 || v.count != 4)
+      log_->AddFix(v.elem_type != ValueType::kI32 ? "integer-type" : "default", key, Describe(v),
+                   StrFormat("array[i32, 4] [%d, %d, %d, %d]", (*out)[0], (*out)[1], (*out)[2], (*out)[3]),
+                   "llama.cpp reads 4 i32 sections; missing trailing sections are 0");
+    return true;
+  }
+
+  // attention.head_count_kv may be a per-layer array (0 on layers without
+  // attention). It collapses to one value when all non-zero entries agree.
+  bool ReadPerLayer(const std::string& key, const Value& v, uint32_t n_layers, uint32_t* out) {
+    if (!v.is_array()) return ReadU32(key, v, out);
+    if (!gguf::IsIntegerType(v.elem_type) || v.count != n_layers) {
+      log_->Refuse(key, StrFormat("expected a u32 or an array of %u integers (one per layer), found ", n_layers) +
+                            Describe(v));
+      return false;
+    }
+    uint32_t value = 0;
+    for (uint64_t i = 0; i < v.count; ++i) {
+      int64_t x = v.IntAt(i);
+      if (x == 0) continue;
+      if (x < 0 || x > UINT32_MAX || (value != 0 && static_cast<uint32_t>(x) != value)) {
+        log_->Refuse(key, StrFormat("per-layer values must be 0 or one common value; found %" PRId64
+                                    " at layer %" PRIu64 " after %u",
+                                    x, i, value));
+        return false;
+      }
+      value = static_cast<uint32_t>(x);
+    }
+    if (value == 0) {
+      log_->Refuse(key, "expected at least one non-zero entry, found all zeros");
+      return false;
+    }
+    *out = value;
+    log_->AddFix("per-layer-array", key, Describe(v), StrFormat("u32 %u", value),
+                 "every layer with attention has the same value; layers without attention (0) do not use it");
+    return true;
+  }
+
+  Status ApplyOverride(const HParamSpec& s, const std::string& key, const std::string& text, HParams* hp) {
+    const KeyValue* kv = m_.Find(key);
+    std::string before = kv ? Describe(kv->value) : "absent";
+    char* end = nullptr;
+    switch (s.kind) {
+      case HpKind::kU32:
+      case HpKind::kU32OrPerLayer: {
+        unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+        if (text.empty() || *end || v > UINT32_MAX || text[0] == '-')
+          return InvalidArgument("--set " + key + "=" + text + ": expected an unsigned 32-bit integer");
+        hp->*(s.u32_field) = static_cast<uint32_t>(v);
+        log_->AddFix("user-override", key, before, StrFormat("u32 %llu", v), "set with --set");
+        return Status::Ok();
+      }
+      case HpKind::kF32: {
+        float v = std::strtof(text.c_str(), &end);
+        if (text.empty() || *end || !std::isfinite(v))
+          return InvalidArgument("--set " + key + "=" + text + ": expected a finite number");
+        hp->*(s.f32_field) = v;
+        log_->AddFix("user-override", key, before, StrFormat("f32 %.9g", static_cast<double>(v)), "set with --set");
+        return Status::Ok();
+      }
+      case HpKind::kBool:
+        if (text != "true" && text != "false")
+          return InvalidArgument("--set " + key + "=" + text + ": expected true or false");
+        hp->*(s.bool_field) = text == "true";
+        log_->AddFix("user-override", key, before, "bool " + text, "set with --set");
+        return Status::Ok();
+      case HpKind::kI32Array4: {
+        std::array<int32_t, 4> v{};
+        size_t n = 0, pos = 0;
+        while (pos <= text.size() && n < 4) {
+          size_t comma = text.find(',', pos);
+          std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+          long x = std::strtol(part.c_str(), &end, 10);
+          if (part.empty() || *end || x < 0 || x > INT32_MAX)
+            return InvalidArgument("--set " + key + "=" + text + ": expected up to 4 comma-separated integers");
+          v[n++] = static_cast<int32_t>(x);
+          if (comma == std::string::npos) break;
+          pos = comma + 1;
+        }
+        hp->rope_sections = v;
+        log_->AddFix("user-override", key, before, text, "set with --set");
+        return Status::Ok();
+      }
+    }
+    return Internal("unknown hyperparameter kind");
+  }
+
+  Status Import(const ArchSpec& spec, HParams* hp) {
+    for (const HParamSpec& s : spec.hparams) {
+      std::string key = Key(s.key);
+      if (auto ov = OverrideFor(key)) {
+        STRATA_RETURN_IF_ERROR(ApplyOverride(s, key, *ov, hp));
+        continue;
+      }
+      const KeyValue* kv = m_.Find(key);
+      if (!kv) {
+        if (s.required) {
+          log_->Refuse(key, "required key missing (the " + arch_name_ + " spec has no safe default for it)",
+                       "--set " + key + "=VALUE");
+          continue;
+        }
+        if (s.kind == HpKind::kI32Array4) continue;
+        std::string after;
+        if (s.u32_field) {
+          uint32_t v = s.derive ? s.derive(*hp) : static_cast<uint32_t>(s.default_value);
+          hp->*(s.u32_field) = v;
+          after = StrFormat("u32 %u", v);
+        } else if (s.f32_field) {
+          hp->*(s.f32_field) = static_cast<float>(s.default_value);
+          after = StrFormat("f32 %g", s.default_value);
+        } else if (s.bool_field) {
+          hp->*(s.bool_field) = s.default_value != 0;
+          after = s.default_value != 0 ? "bool true" : "bool false";
+        }
+        std::string from = s.default_text ? std::string(" (") + s.default_text + ")" : "";
+        log_->AddFix("default", key, "absent", after + from, s.why_default_safe ? s.why_default_safe : "");
+        continue;
+      }
+      const Value& v = kv->value;
+      switch (s.kind) {
+        case HpKind::kU32: ReadU32(key, v, &(hp->*(s.u32_field))); break;
+        case HpKind::kF32: ReadF32(key, v, &(hp->*(s.f32_field))); break;
+        case HpKind::kBool:
+          if (v.type == ValueType::kBool) {
+            hp->*(s.bool_field) = v.u64 != 0;
+          } else if (v.is_integer() && (v.u64 == 0 || v.u64 == 1)) {
+            hp->*(s.bool_field) = v.u64 != 0;
+            log_->AddFix("integer-type", key, Describe(v), v.u64 ? "bool true" : "bool false",
+                         "a 0/1 integer stored for a bool");
+          } else {
+            log_->Refuse(key, "expected a bool, found " + Describe(v));
+          }
+          break;
+        case HpKind::kI32Array4: ReadSections(key, v, &hp->rope_sections); break;
+        case HpKind::kU32OrPerLayer: ReadPerLayer(key, v, hp->n_layer_all, &(hp->*(s.u32_field))); break;
+      }
+    }
+    return Status::Ok();
+  }
+
+  void CheckUnsupportedKeys() {
+    for (const UnsupportedKey& u : kUnsupportedKeys) {
+      std::string key = arch_name_ + "." + u.suffix;
+      const KeyValue* kv = m_.Find(key);
+      if (!kv) continue;
+      const Value& v = kv->value;
+      std::string text = v.type == ValueType::kString ? std::string(v.str)
+                         : gguf::IsFloatType(v.type)  ? StrFormat("%g", v.f64)
+                         : v.is_integer()             ? StrFormat("%" PRId64, v.i64)
+                                                      : Describe(v);
+      if (text != u.off_value)
+        log_->Refuse(key, std::string("this model uses ") + u.what + " (" + Describe(v) +
+                              "), which Strata does not implement; its output would be wrong");
+    }
+  }
+
+  const gguf::GgufModel& m_;
+  std::string arch_name_;
+  const PackOptions& opts_;
+  FixLog* log_;
+};
+
+}  // namespace
+
+Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t token_count,
+                              const PackOptions& options, FixLog* log) {
+  HParams hp;
+  hp.n_vocab = token_count;
+  const ArchSpec& spec = GetArchSpec(arch);
+  Importer imp(model, arch, options, log);
+  for (const auto& [key, value] : options.overrides) {
+    bool known = false;
+    for (const HParamSpec& s : spec.hparams) known |= imp.Key(s.key) == key;
+    if (!known)
+      return InvalidArgument("--set " + key + "=" + value + ": not a hyperparameter of " + std::string(ArchName(arch)) +
+                             " that Strata reads");
+  }
+  STRATA_RETURN_IF_ERROR(imp.Import(spec, &hp));
+  imp.CheckUnsupportedKeys();
+  hp.rope_type = spec.rope_type;
+  hp.expert_weights_norm = arch == Arch::kQwen3Moe || arch == Arch::kQwen35Moe;
+  if (hp.nextn_predict_layers < hp.n_layer_all) hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
+
+  // seeds/000: a missing nextn_predict_layers defaults to 0, which is only
+  // right when the file has no MTP tensors.
+  if (arch == Arch::kQwen35Moe && !model.Find(imp.Key("nextn_predict_layers")) &&
+      !imp.OverrideFor(imp.Key("nextn_predict_layers"))) {
+    for (const auto& t : model.tensors()) {
+      if (t.name.find(".nextn.") != std::string_view::npos) {
+        log->Refuse(imp.Key("nextn_predict_layers"),
+                    "missing, and the file has MTP tensors (" + std::string(t.name) +
+                        "), so the default 0 would be wrong",
+                    "--set " + imp.Key("nextn_predict_layers") + "=N");
+        break;
+      }
+    }
+  }
+  if (!log->refused()) {
+    Status s = CheckHParams(arch, hp);
+    if (!s.ok()) log->Refuse(std::string(ArchName(arch)) + " hyperparameters", s.message());
+  }
+  return hp;
+}
+
+}  // namespace strata

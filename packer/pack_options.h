@@ -1,0 +1,24 @@
+#pragma once
+// Options of strata-pack that change what is written.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+struct PackOptions {
+  std::string output;
+  bool dry_run = false;               // report fixes and refusals, write nothing
+  bool allow_unsafe_fixes = false;    // --allow-unsafe-fixes: apply fixes that are not provably safe
+  bool drop_unknown_tensors = false;  // --drop-unknown-tensors: leave out tensors the spec does not know
+  // --set KEY=VALUE: metadata overrides, applied before any check (recorded as fixes).
+  std::vector<std::pair<std::string, std::string>> overrides;
+  bool compress_tokenizer = true;     // zstd-compress large tokenizer sections
+  int threads = 0;                    // 0: all cores
+
+  // The options that change the pack's bytes, as recorded in its provenance.
+  std::vector<std::string> Recorded() const;
+};
+
+}  // namespace strata

@@ -1,0 +1,56 @@
+#pragma once
+// PackWriter: lays out a pack file (docs/pack-format.md) through a temporary
+// file that is renamed into place only by Finish(). Blobs are streamed:
+// written and hashed in one pass, each at a kBlobAlignment boundary and
+// followed by at least kBlobPadding zero bytes. The manifest goes after the
+// blob region; the header, which points at both, is written last.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "runtime/base/atomic_file.h"
+#include "runtime/base/status.h"
+
+struct XXH3_state_s;
+
+namespace strata {
+
+struct BlobInfo {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint64_t xxh3 = 0;
+};
+
+class PackWriter {
+ public:
+  ~PackWriter();
+  PackWriter(PackWriter&&) noexcept;
+  PackWriter& operator=(PackWriter&&) = delete;
+
+  static Result<PackWriter> Create(const std::string& path);
+
+  // A blob written in one piece.
+  Result<BlobInfo> AddBlob(std::span<const uint8_t> bytes);
+  // A blob written in pieces: BeginBlob, Append..., EndBlob.
+  Status BeginBlob();
+  Status Append(std::span<const uint8_t> bytes);
+  Result<BlobInfo> EndBlob();
+
+  uint64_t bytes_written() const { return writer_.position(); }
+
+  // Writes the manifest (a finished FlatBuffer) and the header, syncs, and
+  // renames the file into place.
+  Status Finish(std::span<const uint8_t> manifest);
+
+ private:
+  PackWriter() = default;
+  AtomicFileWriter writer_;
+  XXH3_state_s* hash_ = nullptr;
+  bool in_blob_ = false;
+  BlobInfo current_;
+  uint64_t region_offset_ = 0;
+};
+
+}  // namespace strata

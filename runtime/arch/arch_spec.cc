@@ -1,0 +1,414 @@
+#include "runtime/arch/arch_spec.h"
+
+#include <cmath>
+
+#include "runtime/base/strings.h"
+
+namespace strata {
+namespace {
+
+// --- dimension expressions -------------------------------------------------
+#define DIM(name, expr) \
+  constexpr DimExpr name { #expr, [](const HParams& h) -> uint64_t { return (expr); } }
+using u64 = uint64_t;
+DIM(kE, u64{h.n_embd});
+DIM(kE2, 2 * u64{h.n_embd});
+DIM(kV, u64{h.n_vocab});
+DIM(kFf, u64{h.n_ff});
+DIM(kQ, u64{h.n_head} * h.head_dim_k);
+DIM(kQGate, 2 * u64{h.n_head} * h.head_dim_k);
+DIM(kKv, u64{h.n_head_kv} * h.head_dim_k);
+DIM(kVv, u64{h.n_head_kv} * h.head_dim_v);
+DIM(kOut, u64{h.n_head} * h.head_dim_v);
+DIM(kHdK, u64{h.head_dim_k});
+DIM(kNExp, u64{h.n_expert});
+DIM(kFfExp, u64{h.n_ff_exp});
+DIM(kFfSh, u64{h.n_ff_shexp});
+DIM(kSsmConvDim, 2 * u64{h.ssm_n_group} * h.ssm_d_state + h.ssm_d_inner);
+DIM(kSsmKernel, u64{h.ssm_d_conv});
+DIM(kSsmInner, u64{h.ssm_d_inner});
+DIM(kSsmVHeads, u64{h.ssm_dt_rank});
+DIM(kSsmState, u64{h.ssm_d_state});
+#undef DIM
+constexpr DimExpr kNone{"", [](const HParams&) -> uint64_t { return 1; }};
+
+using R = TensorRole;
+using L = LayerSet;
+using T = TypeRule;
+
+#define VEC(pat, role, layers, d0) {pat, role, layers, 1, {d0, kNone, kNone}, T::kF32Only, false, nullptr}
+#define MAT(pat, role, layers, d0, d1) {pat, role, layers, 2, {d0, d1, kNone}, T::kAnyWeight, false, nullptr}
+#define EXP(pat, role, layers, d0, d1) {pat, role, layers, 3, {d0, d1, kNExp}, T::kAnyWeight, false, nullptr}
+
+constexpr const char* kTiedWhy =
+    "absent: the output head is the token embedding (tied weights), as in llama.cpp";
+
+constexpr TensorSpec kLlamaTensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAll, kE, kQ),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAll, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAll, kE, kVv),
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOut, kE),
+    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAll, kE),
+    MAT("blk.{L}.ffn_gate.weight", R::kFfnGate, L::kAll, kE, kFf),
+    MAT("blk.{L}.ffn_up.weight", R::kFfnUp, L::kAll, kE, kFf),
+    MAT("blk.{L}.ffn_down.weight", R::kFfnDown, L::kAll, kFf, kE),
+};
+
+constexpr TensorSpec kQwen3MoeTensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAll, kE, kQ),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAll, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAll, kE, kVv),
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOut, kE),
+    VEC("blk.{L}.attn_q_norm.weight", R::kAttnQNorm, L::kAll, kHdK),
+    VEC("blk.{L}.attn_k_norm.weight", R::kAttnKNorm, L::kAll, kHdK),
+    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAll, kE),
+    MAT("blk.{L}.ffn_gate_inp.weight", R::kFfnGateInp, L::kAll, kE, kNExp),
+    EXP("blk.{L}.ffn_gate_exps.weight", R::kFfnGateExps, L::kAll, kE, kFfExp),
+    EXP("blk.{L}.ffn_up_exps.weight", R::kFfnUpExps, L::kAll, kE, kFfExp),
+    EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kAll, kFfExp, kE),
+};
+
+constexpr TensorSpec kQwen35MoeTensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    // Every layer (main and MTP): pre-mixer norm, pre-MoE norm, routed and shared experts.
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAllWithNextn, kE),
+    VEC("blk.{L}.post_attention_norm.weight", R::kPostAttnNorm, L::kAllWithNextn, kE),
+    MAT("blk.{L}.ffn_gate_inp.weight", R::kFfnGateInp, L::kAllWithNextn, kE, kNExp),
+    EXP("blk.{L}.ffn_gate_exps.weight", R::kFfnGateExps, L::kAllWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_up_exps.weight", R::kFfnUpExps, L::kAllWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kAllWithNextn, kFfExp, kE),
+    VEC("blk.{L}.ffn_gate_inp_shexp.weight", R::kFfnGateInpShexp, L::kAllWithNextn, kE),
+    MAT("blk.{L}.ffn_gate_shexp.weight", R::kFfnGateShexp, L::kAllWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_up_shexp.weight", R::kFfnUpShexp, L::kAllWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_down_shexp.weight", R::kFfnDownShexp, L::kAllWithNextn, kFfSh, kE),
+    // Gated delta-net layers.
+    MAT("blk.{L}.attn_qkv.weight", R::kAttnQkv, L::kRecurrent, kE, kSsmConvDim),
+    MAT("blk.{L}.attn_gate.weight", R::kAttnGate, L::kRecurrent, kE, kSsmInner),
+    {"blk.{L}.ssm_conv1d.weight", R::kSsmConv1d, L::kRecurrent, 2, {kSsmKernel, kSsmConvDim, kNone}, T::kF32Only,
+     false, nullptr},
+    VEC("blk.{L}.ssm_dt.bias", R::kSsmDtBias, L::kRecurrent, kSsmVHeads),
+    VEC("blk.{L}.ssm_a", R::kSsmA, L::kRecurrent, kSsmVHeads),
+    MAT("blk.{L}.ssm_beta.weight", R::kSsmBeta, L::kRecurrent, kE, kSsmVHeads),
+    MAT("blk.{L}.ssm_alpha.weight", R::kSsmAlpha, L::kRecurrent, kE, kSsmVHeads),
+    VEC("blk.{L}.ssm_norm.weight", R::kSsmNorm, L::kRecurrent, kSsmState),
+    MAT("blk.{L}.ssm_out.weight", R::kSsmOut, L::kRecurrent, kSsmInner, kE),
+    // Gated full-attention layers (and the MTP layers, which are attention blocks).
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAttentionAndNextn, kE, kQGate),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAttentionAndNextn, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAttentionAndNextn, kE, kVv),
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAttentionAndNextn, kOut, kE),
+    VEC("blk.{L}.attn_q_norm.weight", R::kAttnQNorm, L::kAttentionAndNextn, kHdK),
+    VEC("blk.{L}.attn_k_norm.weight", R::kAttnKNorm, L::kAttentionAndNextn, kHdK),
+    // MTP (nextn) layers only. The runtime does not execute them yet; packs carry them.
+    MAT("blk.{L}.nextn.eh_proj.weight", R::kNextnEhProj, L::kNextn, kE2, kE),
+    VEC("blk.{L}.nextn.enorm.weight", R::kNextnEnorm, L::kNextn, kE),
+    VEC("blk.{L}.nextn.hnorm.weight", R::kNextnHnorm, L::kNextn, kE),
+    {"blk.{L}.nextn.embed_tokens.weight", R::kNextnEmbedTokens, L::kNextn, 2, {kE, kV, kNone}, T::kAnyWeight, true,
+     "absent: the MTP layer uses the main token embedding"},
+    {"blk.{L}.nextn.shared_head_head.weight", R::kNextnSharedHeadHead, L::kNextn, 2, {kE, kV, kNone},
+     T::kAnyWeight, true, "absent: the MTP layer uses the main output head"},
+    {"blk.{L}.nextn.shared_head_norm.weight", R::kNextnSharedHeadNorm, L::kNextn, 1, {kE, kNone, kNone},
+     T::kF32Only, true, "absent: the MTP layer uses output_norm"},
+};
+
+#undef VEC
+#undef MAT
+#undef EXP
+
+// --- hyperparameters ---------------------------------------------------------
+using H = HParams;
+using K = HpKind;
+constexpr uint32_t H::*kNoU32 = nullptr;
+constexpr float H::*kNoF32 = nullptr;
+constexpr bool H::*kNoBool = nullptr;
+
+#define REQ_U32(key, field) {key, K::kU32, true, 0, nullptr, nullptr, nullptr, &H::field, kNoF32, kNoBool}
+#define REQ_F32(key, field) {key, K::kF32, true, 0, nullptr, nullptr, nullptr, kNoU32, &H::field, kNoBool}
+#define OPT_U32(key, field, def, derive, text, why) \
+  {key, K::kU32, false, def, derive, text, why, &H::field, kNoF32, kNoBool}
+#define OPT_F32(key, field, def, text, why) {key, K::kF32, false, def, nullptr, text, why, kNoU32, &H::field, kNoBool}
+
+// Derived defaults, computed from keys read earlier (llama.cpp's rules).
+uint32_t FromHeadCount(const H& h) { return h.n_head; }
+uint32_t EmbdPerHead(const H& h) { return h.n_head ? h.n_embd / h.n_head : 0; }
+uint32_t FromKeyLength(const H& h) { return h.head_dim_k; }
+uint32_t FromTokens(const H& h) { return h.n_vocab; }
+uint32_t FfPerUsedExpert(const H& h) { return h.n_expert_used ? h.n_ff / h.n_expert_used : 0; }
+uint32_t FromFf(const H& h) { return h.n_ff; }
+
+constexpr const char* kWhyHeadCountKv =
+    "a model without grouped-query attention has as many KV heads as query heads; the tensor shapes of "
+    "attn_k/attn_v are checked against it";
+constexpr const char* kWhyHeadDim =
+    "llama.cpp's default (n_embd / n_head); the attn_q/attn_k/attn_v shapes are checked against it, so a wrong "
+    "default cannot pass";
+constexpr const char* kWhyRopeDims = "llama.cpp's default: rotate the whole head";
+constexpr const char* kWhyFreqBase = "llama.cpp's default RoPE base (10000), the value of the original RoPE";
+constexpr const char* kWhyVocab = "the number of tokens in tokenizer.ggml.tokens; token_embd's shape is checked against it";
+
+constexpr HParamSpec kLlamaHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    REQ_U32("feed_forward_length", n_ff),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
+constexpr const char* kWhyExpFf =
+    "llama.cpp's fallback (feed_forward_length / expert_used_count); the expert tensor shapes are checked against it";
+constexpr const char* kWhyWScale = "0 means no scaling of the routing weights, llama.cpp's default";
+constexpr const char* kWhyDenseFf = "unused by this architecture (its FFNs are experts)";
+
+constexpr HParamSpec kQwen3MoeHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    OPT_U32("feed_forward_length", n_ff, 0, nullptr, "0", kWhyDenseFf),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    OPT_U32("expert_feed_forward_length", n_ff_exp, 0, FfPerUsedExpert, "feed_forward_length / expert_used_count", kWhyExpFf),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
+constexpr const char* kWhyInterval =
+    "llama.cpp's default (every 4th layer attends); which layers carry attention vs delta-net tensors is checked, "
+    "so a wrong default cannot pass";
+constexpr const char* kWhyNextn =
+    "0 MTP layers; safe only when no blk.N.nextn.* tensor exists, which the packer checks (seeds/000)";
+constexpr const char* kWhyShFf = "llama.cpp's fallback (feed_forward_length); the shared-expert shapes are checked";
+
+constexpr HParamSpec kQwen35MoeHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    OPT_U32("feed_forward_length", n_ff, 0, nullptr, "0", kWhyDenseFf),
+    REQ_U32("attention.head_count", n_head),
+    {"attention.head_count_kv", K::kU32OrPerLayer, false, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv,
+     &H::n_head_kv, kNoF32, kNoBool},
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    {"rope.dimension_sections", K::kI32Array4, true, 0, nullptr, nullptr, nullptr, kNoU32, kNoF32, kNoBool},
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    OPT_U32("expert_feed_forward_length", n_ff_exp, 0, FfPerUsedExpert, "feed_forward_length / expert_used_count", kWhyExpFf),
+    OPT_U32("expert_shared_feed_forward_length", n_ff_shexp, 0, FromFf, "feed_forward_length", kWhyShFf),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    REQ_U32("ssm.conv_kernel", ssm_d_conv),
+    REQ_U32("ssm.state_size", ssm_d_state),
+    REQ_U32("ssm.group_count", ssm_n_group),
+    REQ_U32("ssm.time_step_rank", ssm_dt_rank),
+    REQ_U32("ssm.inner_size", ssm_d_inner),
+    OPT_U32("full_attention_interval", full_attn_interval, 4, nullptr, "4", kWhyInterval),
+    OPT_U32("nextn_predict_layers", nextn_predict_layers, 0, nullptr, "0", kWhyNextn),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
+#undef REQ_U32
+#undef REQ_F32
+#undef OPT_U32
+#undef OPT_F32
+
+constexpr ArchSpec kSpecs[] = {
+    {Arch::kLlama, "llama", RopeType::kNorm, kLlamaHParams, kLlamaTensors, false},
+    {Arch::kQwen3Moe, "qwen3moe", RopeType::kNeox, kQwen3MoeHParams, kQwen3MoeTensors, true},
+    {Arch::kQwen35Moe, "qwen35moe", RopeType::kIMRope, kQwen35MoeHParams, kQwen35MoeTensors, true},
+    {Arch::kVocabOnly, "vocab-only", RopeType::kNorm, {}, {}, false},
+};
+
+bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
+  bool main_layer = il < hp.n_layer;
+  bool attention = main_layer && (hp.full_attn_interval == 0 || !hp.IsRecurrentLayer(il));
+  switch (s) {
+    case L::kGlobal: return false;
+    case L::kAll: return main_layer;
+    case L::kAttention: return attention;
+    case L::kRecurrent: return main_layer && hp.IsRecurrentLayer(il);
+    case L::kNextn: return !main_layer;
+    case L::kAllWithNextn: return true;
+    case L::kAttentionAndNextn: return attention || !main_layer;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view ArchName(Arch a) {
+  for (const auto& s : kSpecs)
+    if (s.arch == a) return s.gguf_name;
+  return "?";
+}
+
+std::optional<Arch> ArchFromName(std::string_view n) {
+  for (const auto& s : kSpecs)
+    if (s.gguf_name == n && s.arch != Arch::kVocabOnly) return s.arch;
+  return std::nullopt;
+}
+
+std::string_view RopeTypeName(RopeType r) {
+  switch (r) {
+    case RopeType::kNorm: return "normal";
+    case RopeType::kNeox: return "neox";
+    case RopeType::kIMRope: return "imrope";
+  }
+  return "?";
+}
+
+std::string_view TensorRoleName(TensorRole r) {
+  static constexpr std::string_view kNames[] = {
+      "token_embd", "output_norm", "output",
+      "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm", "attn_k_norm",
+      "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+      "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps",
+      "ffn_gate_inp_shexp", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp",
+      "post_attention_norm", "attn_qkv", "attn_gate",
+      "ssm_conv1d", "ssm_dt_bias", "ssm_a", "ssm_beta", "ssm_alpha", "ssm_norm", "ssm_out",
+      "nextn_eh_proj", "nextn_enorm", "nextn_hnorm", "nextn_embed_tokens", "nextn_shared_head_head",
+      "nextn_shared_head_norm"};
+  static_assert(std::size(kNames) == static_cast<size_t>(TensorRole::kCount));
+  auto i = static_cast<size_t>(r);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+const ArchSpec& GetArchSpec(Arch arch) {
+  for (const auto& s : kSpecs)
+    if (s.arch == arch) return s;
+  return kSpecs[0];
+}
+
+std::string TensorName(const char* pattern, int32_t layer) {
+  std::string p(pattern);
+  size_t at = p.find("{L}");
+  if (at != std::string::npos) p.replace(at, 3, std::to_string(layer));
+  return p;
+}
+
+std::vector<ExpectedTensor> ExpectedTensors(const ArchSpec& spec, const HParams& hp) {
+  std::vector<ExpectedTensor> out;
+  auto add = [&](const TensorSpec& ts, int32_t layer) {
+    ExpectedTensor e;
+    e.name = TensorName(ts.pattern, layer);
+    e.spec = &ts;
+    e.layer = layer;
+    for (uint8_t d = 0; d < ts.rank; ++d) e.shape.push_back(ts.shape[d].eval(hp));
+    out.push_back(std::move(e));
+  };
+  for (const auto& ts : spec.tensors)
+    if (ts.layers == LayerSet::kGlobal) add(ts, -1);
+  for (uint32_t il = 0; il < hp.n_layer_all; ++il)
+    for (const auto& ts : spec.tensors)
+      if (ts.layers != LayerSet::kGlobal && InLayerSet(ts.layers, hp, il)) add(ts, static_cast<int32_t>(il));
+  return out;
+}
+
+bool TypeAllowed(TypeRule rule, GgmlType type) {
+  switch (rule) {
+    case TypeRule::kF32Only: return type == GgmlType::kF32;
+    case TypeRule::kAnyWeight: {
+      const GgmlTypeInfo* t = LookupGgmlType(static_cast<uint32_t>(type));
+      return t && t->weight;
+    }
+  }
+  return false;
+}
+
+std::string_view TypeRuleText(TypeRule rule) {
+  switch (rule) {
+    case TypeRule::kF32Only: return "F32";
+    case TypeRule::kAnyWeight: return "a weight type (F32, F16, BF16 or a quantized type)";
+  }
+  return "?";
+}
+
+Status CheckHParams(Arch arch, const HParams& hp) {
+  std::string a(ArchName(arch));
+  auto bad = [&](const char* what, const std::string& expected, uint64_t found) {
+    return DataLoss(StrFormat("%s hyperparameter %s: expected %s, found %llu", a.c_str(), what, expected.c_str(),
+                              static_cast<unsigned long long>(found)));
+  };
+  auto range = [&](const char* what, uint64_t v, uint64_t lo, uint64_t hi) -> Status {
+    if (v < lo || v > hi) return bad(what, StrFormat("%llu..%llu", (unsigned long long)lo, (unsigned long long)hi), v);
+    return Status::Ok();
+  };
+  if (arch == Arch::kVocabOnly) return range("n_vocab (token count)", hp.n_vocab, 1, kMaxVocab);
+  STRATA_RETURN_IF_ERROR(range("n_vocab", hp.n_vocab, 1, kMaxVocab));
+  STRATA_RETURN_IF_ERROR(range("context_length", hp.n_ctx_train, 1, 1u << 24));
+  STRATA_RETURN_IF_ERROR(range("embedding_length", hp.n_embd, 1, kMaxEmbd));
+  STRATA_RETURN_IF_ERROR(range("block_count", hp.n_layer_all, 1, kMaxLayers));
+  STRATA_RETURN_IF_ERROR(range("block_count - nextn_predict_layers", hp.n_layer, 1, hp.n_layer_all));
+  STRATA_RETURN_IF_ERROR(range("attention.head_count", hp.n_head, 1, kMaxHeads));
+  STRATA_RETURN_IF_ERROR(range("attention.head_count_kv", hp.n_head_kv, 1, hp.n_head));
+  if (hp.n_head % hp.n_head_kv != 0)
+    return bad("attention.head_count_kv", StrFormat("a divisor of head_count %u", hp.n_head), hp.n_head_kv);
+  STRATA_RETURN_IF_ERROR(range("attention.key_length", hp.head_dim_k, 2, kMaxHeadDim));
+  STRATA_RETURN_IF_ERROR(range("attention.value_length", hp.head_dim_v, 1, kMaxHeadDim));
+  STRATA_RETURN_IF_ERROR(range("rope.dimension_count", hp.n_rot, 2, hp.head_dim_k));
+  if (hp.n_rot % 2 != 0) return bad("rope.dimension_count", "an even number", hp.n_rot);
+  if (!(hp.rms_eps > 0.0f) || !std::isfinite(hp.rms_eps))
+    return DataLoss(StrFormat("%s hyperparameter attention.layer_norm_rms_epsilon: expected a positive finite "
+                              "number, found %g", a.c_str(), static_cast<double>(hp.rms_eps)));
+  if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base))
+    return DataLoss(StrFormat("%s hyperparameter rope.freq_base: expected a positive finite number, found %g",
+                              a.c_str(), static_cast<double>(hp.rope_freq_base)));
+  if (arch == Arch::kLlama) {
+    STRATA_RETURN_IF_ERROR(range("feed_forward_length", hp.n_ff, 1, kMaxFf));
+  } else {
+    STRATA_RETURN_IF_ERROR(range("expert_count", hp.n_expert, 1, kMaxExperts));
+    STRATA_RETURN_IF_ERROR(range("expert_used_count", hp.n_expert_used, 1, hp.n_expert));
+    STRATA_RETURN_IF_ERROR(range("expert_feed_forward_length", hp.n_ff_exp, 1, kMaxFf));
+    if (!std::isfinite(hp.expert_weights_scale) || hp.expert_weights_scale < 0.0f)
+      return DataLoss(a + " hyperparameter expert_weights_scale: expected a finite number >= 0");
+  }
+  if (arch == Arch::kQwen35Moe) {
+    STRATA_RETURN_IF_ERROR(range("expert_shared_feed_forward_length", hp.n_ff_shexp, 1, kMaxFf));
+    STRATA_RETURN_IF_ERROR(range("full_attention_interval", hp.full_attn_interval, 1, kMaxLayers));
+    STRATA_RETURN_IF_ERROR(range("nextn_predict_layers", hp.nextn_predict_layers, 0, hp.n_layer_all - 1));
+    STRATA_RETURN_IF_ERROR(range("ssm.conv_kernel", hp.ssm_d_conv, 1, 64));
+    STRATA_RETURN_IF_ERROR(range("ssm.state_size", hp.ssm_d_state, 1, kMaxHeadDim));
+    STRATA_RETURN_IF_ERROR(range("ssm.group_count", hp.ssm_n_group, 1, kMaxHeads));
+    STRATA_RETURN_IF_ERROR(range("ssm.time_step_rank", hp.ssm_dt_rank, 1, kMaxHeads));
+    if (hp.ssm_dt_rank % hp.ssm_n_group != 0)
+      return bad("ssm.time_step_rank", StrFormat("a multiple of ssm.group_count %u", hp.ssm_n_group), hp.ssm_dt_rank);
+    if (uint64_t{hp.ssm_d_inner} != uint64_t{hp.ssm_d_state} * hp.ssm_dt_rank)
+      return bad("ssm.inner_size",
+                 StrFormat("ssm.state_size * ssm.time_step_rank = %llu (key and value heads have the same width)",
+                           static_cast<unsigned long long>(uint64_t{hp.ssm_d_state} * hp.ssm_dt_rank)),
+                 hp.ssm_d_inner);
+    int64_t sec = 0;
+    for (int32_t s : hp.rope_sections) {
+      if (s < 0) return bad("rope.dimension_sections", "non-negative sections", static_cast<uint64_t>(s));
+      sec += s;
+    }
+    if (sec == 0) return bad("rope.dimension_sections", "sections that sum to more than 0", 0);
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,180 @@
+#pragma once
+// Architectures as data. One ArchSpec per supported architecture lists every
+// hyperparameter (GGUF key, type, required or default and why the default is
+// safe) and every tensor (name pattern, shape as a function of the
+// hyperparameters, allowed types, role, which layers have it). The packer
+// checks GGUFs against it, the validator checks packs against it, and the
+// runtime finds its tensors through it: one source of truth.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/quant/ggml_type.h"
+
+namespace strata {
+
+enum class Arch : uint8_t {
+  kLlama = 0,
+  kQwen3Moe = 1,
+  kQwen35Moe = 2,
+  kVocabOnly = 3,  // a tokenizer and no weights (llama.cpp's vocab-only GGUFs)
+};
+std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only"
+std::optional<Arch> ArchFromName(std::string_view gguf_name);
+
+enum class RopeType : uint8_t { kNorm = 0, kNeox = 1, kIMRope = 2 };
+std::string_view RopeTypeName(RopeType r);
+
+// Normalized, typed hyperparameters: what a pack stores and the runtime uses.
+// No stringly-typed lookups happen after packing.
+struct HParams {
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx_train = 0;
+  uint32_t n_embd = 0;
+  uint32_t n_layer_all = 0;  // block_count (includes MTP/nextn layers)
+  uint32_t n_layer = 0;      // layers of the main forward pass = n_layer_all - nextn_predict_layers
+  uint32_t n_head = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t head_dim_k = 0;  // attention.key_length
+  uint32_t head_dim_v = 0;  // attention.value_length
+  uint32_t n_ff = 0;        // dense FFN width (llama)
+  uint32_t n_expert = 0;
+  uint32_t n_expert_used = 0;
+  uint32_t n_ff_exp = 0;
+  uint32_t n_ff_shexp = 0;
+  uint32_t n_rot = 0;  // rope.dimension_count
+  RopeType rope_type = RopeType::kNorm;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;
+  std::array<int32_t, 4> rope_sections = {0, 0, 0, 0};
+  float rms_eps = 1e-5f;
+  float attn_scale = 0.0f;  // 0: 1/sqrt(head_dim_k)
+  bool expert_weights_norm = false;
+  float expert_weights_scale = 0.0f;  // 0 or 1: no scaling
+  // Gated delta-net (qwen35moe).
+  uint32_t ssm_d_conv = 0;
+  uint32_t ssm_d_state = 0;  // head dim of k and v
+  uint32_t ssm_n_group = 0;  // key heads
+  uint32_t ssm_dt_rank = 0;  // value heads
+  uint32_t ssm_d_inner = 0;  // value heads * head dim
+  uint32_t full_attn_interval = 0;
+  uint32_t nextn_predict_layers = 0;
+  bool tied_output = false;  // no output.weight: the token embedding is the output head
+
+  // qwen35moe: layer il runs gated delta-net (true) or gated full attention.
+  bool IsRecurrentLayer(uint32_t il) const {
+    return full_attn_interval != 0 && il < n_layer && (il + 1) % full_attn_interval != 0;
+  }
+};
+
+// What a tensor is for, in the runtime's words.
+enum class TensorRole : uint16_t {
+  kTokenEmbd = 0, kOutputNorm, kOutput,
+  kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnOutput, kAttnQNorm, kAttnKNorm,
+  kFfnNorm, kFfnGate, kFfnUp, kFfnDown,
+  kFfnGateInp, kFfnGateExps, kFfnUpExps, kFfnDownExps,
+  kFfnGateInpShexp, kFfnGateShexp, kFfnUpShexp, kFfnDownShexp,
+  kPostAttnNorm, kAttnQkv, kAttnGate,
+  kSsmConv1d, kSsmDtBias, kSsmA, kSsmBeta, kSsmAlpha, kSsmNorm, kSsmOut,
+  kNextnEhProj, kNextnEnorm, kNextnHnorm, kNextnEmbedTokens, kNextnSharedHeadHead, kNextnSharedHeadNorm,
+  kCount
+};
+std::string_view TensorRoleName(TensorRole r);
+
+// Which layers carry a tensor.
+enum class LayerSet : uint8_t {
+  kGlobal,         // not per layer
+  kAll,            // every main layer
+  kAttention,      // main layers running full attention (all layers for llama/qwen3moe)
+  kRecurrent,      // main layers running gated delta-net (qwen35moe)
+  kNextn,          // the MTP/nextn layers (index >= n_layer)
+  kAllWithNextn,   // every main layer and every nextn layer
+  kAttentionAndNextn,
+};
+
+// Which types a tensor may be stored in.
+enum class TypeRule : uint8_t {
+  kF32Only,     // 1-D vectors and small state tensors the graph consumes as F32
+  kAnyWeight,   // any weight type with a reference dequantizer
+};
+
+// One dimension of a shape, as a function of the hyperparameters.
+struct DimExpr {
+  const char* text;  // for messages: "n_embd", "n_head*head_dim_k"
+  uint64_t (*eval)(const HParams&);
+};
+
+struct TensorSpec {
+  const char* pattern;  // "blk.{L}.attn_q.weight" ({L} = layer index) or a global name
+  TensorRole role;
+  LayerSet layers;
+  uint8_t rank;                      // logical rank
+  std::array<DimExpr, 3> shape;      // ggml order: shape[0] is the row length
+  TypeRule types;
+  bool optional;
+  const char* why_optional;          // when optional: what happens if absent
+};
+
+enum class HpKind : uint8_t { kU32, kF32, kBool, kI32Array4, kU32OrPerLayer };
+
+struct HParamSpec {
+  const char* key;  // without the "<arch>." prefix, e.g. "embedding_length"; "@" prefix: a full key
+  HpKind kind;
+  bool required;
+  double default_value;                 // for optional keys without `derive`
+  uint32_t (*derive)(const HParams&);   // optional: the default computed from keys read before it
+  const char* default_text;             // the default as users read it: "attention.head_count", "10000"
+  const char* why_default_safe;
+  // Where the value goes.
+  uint32_t HParams::*u32_field;
+  float HParams::*f32_field;
+  bool HParams::*bool_field;
+};
+
+struct ArchSpec {
+  Arch arch;
+  std::string_view gguf_name;
+  RopeType rope_type;
+  std::span<const HParamSpec> hparams;
+  std::span<const TensorSpec> tensors;
+  bool has_experts;
+};
+
+const ArchSpec& GetArchSpec(Arch arch);
+
+// A concrete tensor the spec expects for given hyperparameters.
+struct ExpectedTensor {
+  std::string name;
+  const TensorSpec* spec;
+  int32_t layer;  // -1 for global tensors
+  std::vector<uint64_t> shape;
+};
+// Every tensor the architecture may carry for these hyperparameters,
+// required and optional, in a stable order (globals, then by layer).
+std::vector<ExpectedTensor> ExpectedTensors(const ArchSpec& spec, const HParams& hp);
+// Expands "blk.{L}.x" for a layer.
+std::string TensorName(const char* pattern, int32_t layer);
+// Checks the hyperparameters are consistent and within the limits Strata
+// supports (layer and expert counts, head dims, divisibility). Messages name
+// the key, what was expected and what was found.
+Status CheckHParams(Arch arch, const HParams& hp);
+// Whether a type is allowed by a rule.
+bool TypeAllowed(TypeRule rule, GgmlType type);
+std::string_view TypeRuleText(TypeRule rule);
+
+// Hard limits (llama.cpp's LLAMA_MAX_LAYERS / LLAMA_MAX_EXPERTS and our own).
+inline constexpr uint32_t kMaxLayers = 512;
+inline constexpr uint32_t kMaxExperts = 512;
+inline constexpr uint32_t kMaxEmbd = 1u << 16;
+inline constexpr uint32_t kMaxVocab = 1u << 22;
+inline constexpr uint32_t kMaxHeadDim = 1024;
+inline constexpr uint32_t kMaxHeads = 1024;
+inline constexpr uint32_t kMaxFf = 1u << 18;
+
+}  // namespace strata

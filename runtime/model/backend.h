@@ -1,0 +1,34 @@
+#pragma once
+// MatMulBackend: how the forward pass multiplies activations by weights.
+// The forward pass is written once; the reference backend (dequantized
+// weights, float activations, no SIMD) and the fast backend (activations
+// quantized the way llama.cpp does, SIMD kernels, threads) plug in here.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "runtime/model/model.h"
+
+namespace strata {
+
+class MatMulBackend {
+ public:
+  virtual ~MatMulBackend() = default;
+  // y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t < n.
+  virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
+  // Runs fn(begin, end) over [0, n) split across the backend's threads.
+  virtual void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  virtual int threads() const { return 1; }
+  virtual std::string name() const = 0;
+};
+
+// Plain reference: each weight row dequantized to F32 (the reference
+// dequantizers), dotted with F32 activations in order, one thread.
+class ReferenceBackend : public MatMulBackend {
+ public:
+  void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  std::string name() const override { return "reference"; }
+};
+
+}  // namespace strata

@@ -1,0 +1,37 @@
+#pragma once
+// The forward pass. One function per architecture family, readable top to
+// bottom; matrix products go through a MatMulBackend (reference or fast),
+// everything else is the plain float code in ops.h.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/model/backend.h"
+#include "runtime/model/model.h"
+#include "runtime/model/sequence_state.h"
+
+namespace strata {
+
+// Routing observed during a forward pass (for expert profiles and traces).
+class RoutingObserver {
+ public:
+  virtual ~RoutingObserver() = default;
+  // One token at one layer chose `experts` with router probabilities `probs`
+  // (softmax over all experts, before renormalization).
+  virtual void OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) = 0;
+};
+
+struct ForwardOptions {
+  bool all_logits = false;               // logits for every token, not only the last
+  RoutingObserver* observer = nullptr;
+};
+
+// Runs `tokens` at positions state.n_past .. state.n_past + n - 1, appends
+// them to the state and writes logits: n rows (all_logits) or 1 row (the last
+// token) of n_vocab floats. Errors: a token id out of range, or more tokens
+// than the context holds (the state is left unchanged).
+Status Forward(const Model& model, MatMulBackend& backend, SequenceState& state, std::span<const int32_t> tokens,
+               const ForwardOptions& options, std::vector<float>* logits);
+
+}  // namespace strata

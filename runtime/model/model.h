@@ -1,0 +1,53 @@
+#pragma once
+// Model: a pack's tensors resolved by role, once, for the forward pass.
+// Holds views into the pack (which must outlive it); owns no weights.
+
+#include <array>
+#include <vector>
+
+#include "runtime/arch/arch_spec.h"
+#include "runtime/pack/pack_reader.h"
+
+namespace strata {
+
+// A 2-D weight matrix, or one expert of a 3-D expert tensor: `rows` rows of
+// `cols` elements, row r at data + r * row_bytes.
+struct WeightMatrix {
+  GgmlType type = GgmlType::kF32;
+  const uint8_t* data = nullptr;
+  uint64_t row_bytes = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const TensorView* tensor = nullptr;
+  int32_t expert = -1;
+};
+WeightMatrix Matrix(const TensorView& t);
+WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert);
+
+class Model {
+ public:
+  // Resolves every tensor the forward pass needs. Errors if the pack is
+  // vocab-only or a required role is missing (a validated pack never is).
+  static Result<Model> Create(const Pack& pack);
+
+  const Pack& pack() const { return *pack_; }
+  Arch arch() const { return arch_; }
+  const HParams& hp() const { return hp_; }
+  const TensorView* Get(TensorRole role) const { return global_[static_cast<size_t>(role)]; }
+  const TensorView* Get(int32_t layer, TensorRole role) const {
+    return layers_[static_cast<size_t>(layer)][static_cast<size_t>(role)];
+  }
+  // The output head: output.weight, or the token embedding when tied.
+  const TensorView& OutputHead() const { return Get(TensorRole::kOutput) ? *Get(TensorRole::kOutput) : *Get(TensorRole::kTokenEmbd); }
+  // F32 data of a 1-D F32 tensor (norm weights and the like).
+  static const float* F32(const TensorView* t) { return t ? reinterpret_cast<const float*>(t->data.data()) : nullptr; }
+
+ private:
+  const Pack* pack_ = nullptr;
+  Arch arch_ = Arch::kVocabOnly;
+  HParams hp_;
+  std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)> global_{};
+  std::vector<std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)>> layers_;
+};
+
+}  // namespace strata
