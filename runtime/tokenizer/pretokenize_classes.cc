@@ -1,0 +1,174 @@
+// Split expressions llama.cpp evaluates with std::regex, as linear scanners.
+//
+// All of them have the shape  prefix? class+  (or a fixed count of a class),
+// found leftmost and non-overlapping the way std::regex_iterator finds them;
+// the gaps between matches become pieces too (unicode_regex_split_stl).
+//
+// How llama.cpp's regex sees a code point: ASCII as itself; other code points
+// through the "collapsed" text (one byte per class) for expressions using
+// \p{..}, or as themselves with non-ASCII whitespace replaced by \v for the
+// rest. Hence, for every expression here:
+//   \s     = White_Space (ASCII \t\n\v\f\r and space, or any non-ASCII whitespace)
+//   \p{L}  = letter, \p{N} = number, \p{P} = punctuation (ASCII included:
+//            llama.cpp's ASCII stand-ins for these are exactly the Unicode ones)
+//   a literal set never contains a non-ASCII whitespace code point.
+
+#include "runtime/tokenizer/pretokenize_scanners.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace strata::tokenizer {
+namespace {
+
+struct CodeRange {
+  uint32_t lo, hi;
+};
+
+// A code point against a literal set, as std::wregex compares it after
+// llama.cpp replaced non-ASCII whitespace by \v.
+template <size_t N>
+bool InSet(const CodeRange (&set)[N], uint32_t cp, CodepointFlags f) {
+  if (cp >= 0x80 && f.whitespace()) return false;
+  auto it = std::upper_bound(std::begin(set), std::end(set), cp, [](uint32_t c, const CodeRange& r) { return c < r.lo; });
+  return it != std::begin(set) && cp <= std::prev(it)->hi;
+}
+
+// Finds matches of  (\s if with_space_prefix)? class+  in [begin, end) and
+// emits matches and gaps. `in_class(pos)` tests one code point.
+template <typename InClass>
+void SplitRuns(size_t begin, size_t end, PieceLengths* out, bool with_space_prefix, const CodepointText& t,
+               InClass in_class) {
+  size_t gap_start = begin;
+  size_t pos = begin;
+  while (pos < end) {
+    size_t match_end = pos;
+    if (with_space_prefix && t.flags[pos].whitespace() && pos + 1 < end && in_class(pos + 1)) {
+      match_end = pos + 1;
+    } else if (in_class(pos)) {
+      match_end = pos;
+    } else {
+      ++pos;
+      continue;
+    }
+    while (match_end < end && in_class(match_end)) ++match_end;
+    if (pos > gap_start) out->push_back(static_cast<uint32_t>(pos - gap_start));
+    out->push_back(static_cast<uint32_t>(match_end - pos));
+    pos = gap_start = match_end;
+  }
+  if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
+}
+
+// Matches of exactly `count` consecutive class members, leftmost first.
+template <typename InClass>
+void SplitFixed(size_t begin, size_t end, PieceLengths* out, size_t count, InClass in_class) {
+  size_t gap_start = begin;
+  size_t pos = begin;
+  size_t run = 0;  // class members ending at pos (exclusive), since gap_start
+  while (pos < end) {
+    run = in_class(pos) ? run + 1 : 0;
+    ++pos;
+    if (run == count) {
+      size_t match_begin = pos - count;
+      if (match_begin > gap_start) out->push_back(static_cast<uint32_t>(match_begin - gap_start));
+      out->push_back(static_cast<uint32_t>(count));
+      gap_start = pos;
+      run = 0;
+    }
+  }
+  if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
+}
+
+bool IsAsciiSymbolOf(uint32_t cp, std::string_view set) { return cp < 0x80 && set.find(static_cast<char>(cp)) != std::string_view::npos; }
+
+}  // namespace
+
+void ScanEachNewline(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitFixed(begin, end, out, 1, [&](size_t i) { return t.cps[i] == '\r' || t.cps[i] == '\n'; });
+}
+
+void ScanNumberRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, false, t, [&](size_t i) { return t.flags[i].number(); });
+}
+
+void ScanNumberEach(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitFixed(begin, end, out, 1, [&](size_t i) { return t.flags[i].number(); });
+}
+
+void ScanThreeDigits(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitFixed(begin, end, out, 3, [&](size_t i) { return t.cps[i] >= '0' && t.cps[i] <= '9'; });
+}
+
+void ScanSpaceLetterRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, true, t, [&](size_t i) { return t.flags[i].letter(); });
+}
+
+void ScanSpacePunctRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, true, t, [&](size_t i) { return t.flags[i].punctuation(); });
+}
+
+void ScanFalconPunctRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, false, t,
+            [&](size_t i) { return t.flags[i].punctuation() || IsAsciiSymbolOf(t.cps[i], "$+<=>^~|`"); });
+}
+
+void ScanDefaultPunctRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, false, t,
+            [&](size_t i) { return t.flags[i].punctuation() || IsAsciiSymbolOf(t.cps[i], "$+<=>^~|"); });
+}
+
+void ScanTrailingSpace(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  size_t start = end;
+  while (start > begin && t.flags[start - 1].whitespace()) --start;
+  if (start > begin) out->push_back(static_cast<uint32_t>(start - begin));
+  if (end > start) out->push_back(static_cast<uint32_t>(end - start));
+}
+
+// DeepSeek's sets, copied from the expressions in llama.cpp's llm_tokenizer_bpe
+// (which took them from DeepSeek's tokenizer.json). They are literal data of
+// those expressions, not Unicode classes: e.g. the letter set stops at U+A78E
+// where Unicode's cased letters go on.
+namespace {
+
+constexpr CodeRange kDeepseekLetters[] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA}, {0x1BC, 0x1BF},
+    {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377}, {0x37B, 0x37D}, {0x37F, 0x37F},
+    {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481},
+    {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD},
+    {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A},
+    {0x1E00, 0x1F15}, {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57},
+    {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4},
+    {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3},
+    {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102},
+    {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124},
+    {0x2126, 0x2126}, {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139},
+    {0x213C, 0x213F}, {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B},
+    {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B},
+    {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06},
+    {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
+    {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+};
+// [!-/:-~！-／：-～‘-‟　-。]
+constexpr CodeRange kDeepseekPunct[] = {
+    {0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+};
+// [一-龥ࠀ-一가-퟿]: U+4E00..U+9FA5, U+0800..U+4E00, U+AC00..U+D7FF
+constexpr CodeRange kDeepseekCjk[] = {
+    {0x0800, 0x9FA5}, {0xAC00, 0xD7FF},
+};
+
+}  // namespace
+
+void ScanDeepseekLetters(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, true, t, [&](size_t i) { return InSet(kDeepseekLetters, t.cps[i], t.flags[i]); });
+}
+
+void ScanDeepseekPunct(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, true, t, [&](size_t i) { return InSet(kDeepseekPunct, t.cps[i], t.flags[i]); });
+}
+
+void ScanDeepseekCjk(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, false, t, [&](size_t i) { return InSet(kDeepseekCjk, t.cps[i], t.flags[i]); });
+}
+
+}  // namespace strata::tokenizer
