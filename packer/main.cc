@@ -1,5 +1,6 @@
 // strata-pack: GGUF (one file or a split set) -> one checksummed Strata pack.
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -8,50 +9,108 @@
 
 #include "packer/gguf/gguf_file.h"
 #include "packer/inspect.h"
+#include "packer/packer.h"
+#include "packer/report.h"
 #include "runtime/base/main_guard.h"
+#include "runtime/base/platform.h"
+#include "runtime/base/strings.h"
 #include "strata/version.h"
 
 namespace {
 
+using namespace strata;
+
+// A one-line progress bar on a terminal; silent otherwise.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  void Update(const PackProgress& p) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    bool done = p.tensors_done == p.tensors_total;
+    if (!done && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double frac = p.bytes_total ? static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total) : 1.0;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    int filled = static_cast<int>(frac * 30);
+    std::fprintf(stderr, "\r[%-30s] %3.0f%%  %zu/%zu tensors  %s  %.0f MB/s  %-40.40s", std::string(filled, '#').c_str(),
+                 frac * 100, p.tensors_done, p.tensors_total, HumanBytes(p.bytes_done).c_str(),
+                 secs > 0 ? static_cast<double>(p.bytes_done) / secs / 1e6 : 0.0, std::string(p.current).c_str());
+    if (done) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 int Main(int argc, char** argv) {
-  CLI::App app{"strata-pack: reads GGUF models (one file or a split set), checks and normalizes them, "
-               "and writes one checksummed Strata pack."};
-  app.set_version_flag("--version", std::string("strata-pack ") + strata::kVersion);
+  CLI::App app{"strata-pack: reads a GGUF model (one file or a split set), checks it against its architecture, "
+               "normalizes it (every fix recorded) and writes one checksummed Strata pack."};
+  app.set_version_flag("--version", std::string("strata-pack ") + kVersion);
   std::vector<std::string> inputs;
-  std::string output;
+  PackOptions o;
   bool inspect = false, json = false;
+  std::vector<std::string> sets;
   app.add_option("inputs", inputs, "GGUF file(s): one file, the first shard of a split model, or every shard")
       ->required();
-  app.add_option("-o,--output", output, "the pack to write");
+  app.add_option("-o,--output", o.output, "the pack to write (written as OUTPUT.tmp-PID, renamed when complete)");
   app.add_flag("--inspect", inspect, "print a summary of the GGUF and exit (writes nothing)");
-  app.add_flag("--json", json, "machine-readable output");
+  app.add_flag("--json", json, "machine-readable output on stdout");
+  app.add_flag("--dry-run", o.dry_run, "report what would be fixed or refused; write nothing");
+  app.add_option("--set", sets, "override a hyperparameter key before any check: KEY=VALUE (recorded as a fix)");
+  app.add_flag("--allow-unsafe-fixes", o.allow_unsafe_fixes,
+               "apply fixes that are not provably safe (e.g. an f64 that f32 cannot hold exactly)");
+  app.add_flag("--drop-unknown-tensors", o.drop_unknown_tensors, "leave out tensors the architecture does not use");
+  bool no_compress = false;
+  app.add_flag("--no-compress-tokenizer", no_compress, "store tokenizer sections uncompressed");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? strata::kExitOk : strata::kExitUsage;
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  o.compress_tokenizer = !no_compress;
+  for (const std::string& s : sets) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "strata-pack: --set %s: expected KEY=VALUE\n", s.c_str());
+      return kExitUsage;
+    }
+    o.overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  if (!inspect && !o.dry_run && o.output.empty()) {
+    std::fprintf(stderr, "strata-pack: no output: give -o OUT.strata (or --dry-run, or --inspect)\n");
+    return kExitUsage;
   }
 
-  auto model = strata::gguf::GgufModel::Open(inputs);
+  auto model = gguf::GgufModel::Open(inputs);
+  if (!model.ok()) {
+    if (json) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", model.status().message()}}.dump(2).c_str());
+    std::fprintf(stderr, "strata-pack: error: %s\n", model.status().message().c_str());
+    return kExitError;
+  }
   if (inspect) {
-    if (!model.ok()) {
-      if (json) {
-        nlohmann::json j{{"ok", false}, {"error", model.status().message()}};
-        std::printf("%s\n", j.dump(2).c_str());
-      }
-      std::fprintf(stderr, "strata-pack: error: %s\n", model.status().message().c_str());
-      return strata::kExitError;
-    }
     if (json) {
-      nlohmann::json j = strata::InspectGgufJson(*model);
+      nlohmann::json j = InspectGgufJson(*model);
       j["ok"] = true;
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("%s", strata::InspectGgufText(*model).c_str());
+      std::printf("%s", InspectGgufText(*model).c_str());
     }
-    return strata::kExitOk;
+    return kExitOk;
   }
-  std::fprintf(stderr, "strata-pack: writing packs is not implemented yet in this build (only --inspect is)\n");
-  return strata::kExitUnsupported;
+
+  ProgressBar bar(!json && IsTerminal(2));
+  auto r = PackModel(*model, o, [&](const PackProgress& p) { bar.Update(p); });
+  if (!r.ok()) {
+    if (json) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", r.status().message()}}.dump(2).c_str());
+    std::fprintf(stderr, "strata-pack: error: %s\n", r.status().message().c_str());
+    return r.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+  if (json) std::printf("%s\n", PackReportJson(*model, *r, o).dump(2).c_str());
+  else std::printf("%s", PackReportText(*model, *r, o).c_str());
+  return r->ok() ? kExitOk : kExitError;
 }
 
 }  // namespace

@@ -240,8 +240,9 @@ Status Pack::Load() {
   // --- the architecture spec: every tensor it requires, with its shape and type, and nothing else.
   if (arch_ != Arch::kVocabOnly) {
     const ArchSpec& spec = GetArchSpec(arch_);
+    const std::vector<ExpectedTensor> expected = ExpectedTensors(spec, hparams_);
     std::unordered_set<std::string_view> expected_names;
-    for (const ExpectedTensor& e : ExpectedTensors(spec, hparams_)) {
+    for (const ExpectedTensor& e : expected) {
       expected_names.insert(e.name);
       const TensorView* v = Find(e.name);
       if (!v) {

@@ -1,0 +1,215 @@
+#include "packer/packer.h"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "packer/hparams_import.h"
+#include "packer/pack_writer.h"
+#include "packer/tokenizer_import.h"
+#include "runtime/base/strings.h"
+#include "runtime/pack/pack_format.h"
+#include "runtime/pack/pack_vocab.h"
+#include "runtime/quant/fp_convert.h"
+#include "schema/strata_pack_generated.h"
+#include "strata/version.h"
+
+namespace strata {
+namespace {
+
+// Writes one planned tensor as a blob, converting if the plan says so.
+Result<BlobInfo> WriteTensor(PackWriter& w, const gguf::GgufModel& model, const PlannedTensor& p) {
+  std::span<const uint8_t> src = model.TensorData(*p.source);
+  if (p.transform == TensorTransform::kCopy) return w.AddBlob(src);
+  // kWidenToF32: F16/BF16 -> F32, in chunks.
+  STRATA_RETURN_IF_ERROR(w.BeginBlob());
+  constexpr size_t kChunk = 1 << 16;
+  std::vector<float> buf(kChunk);
+  const size_t n = src.size() / 2;
+  for (size_t i = 0; i < n; i += kChunk) {
+    size_t m = std::min(kChunk, n - i);
+    for (size_t k = 0; k < m; ++k) {
+      uint16_t h;
+      std::memcpy(&h, src.data() + 2 * (i + k), 2);
+      buf[k] = p.source->type == GgmlType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
+    }
+    STRATA_RETURN_IF_ERROR(w.Append({reinterpret_cast<const uint8_t*>(buf.data()), m * sizeof(float)}));
+  }
+  return w.EndBlob();
+}
+
+flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder& b, const HParams& h) {
+  auto sections = b.CreateVector(std::vector<int32_t>(h.rope_sections.begin(), h.rope_sections.end()));
+  fb::HyperParamsBuilder hb(b);
+  hb.add_n_vocab(h.n_vocab);
+  hb.add_n_ctx_train(h.n_ctx_train);
+  hb.add_n_embd(h.n_embd);
+  hb.add_n_layer_all(h.n_layer_all);
+  hb.add_n_layer(h.n_layer);
+  hb.add_n_head(h.n_head);
+  hb.add_n_head_kv(h.n_head_kv);
+  hb.add_head_dim_k(h.head_dim_k);
+  hb.add_head_dim_v(h.head_dim_v);
+  hb.add_n_ff(h.n_ff);
+  hb.add_n_expert(h.n_expert);
+  hb.add_n_expert_used(h.n_expert_used);
+  hb.add_n_ff_exp(h.n_ff_exp);
+  hb.add_n_ff_shexp(h.n_ff_shexp);
+  hb.add_n_rot(h.n_rot);
+  hb.add_rope_type(static_cast<fb::RopeType>(h.rope_type));
+  hb.add_rope_freq_base(h.rope_freq_base);
+  hb.add_rope_freq_scale(h.rope_freq_scale);
+  hb.add_rope_sections(sections);
+  hb.add_rms_eps(h.rms_eps);
+  hb.add_attn_scale(h.attn_scale);
+  hb.add_expert_weights_norm(h.expert_weights_norm);
+  hb.add_expert_weights_scale(h.expert_weights_scale);
+  hb.add_ssm_d_conv(h.ssm_d_conv);
+  hb.add_ssm_d_state(h.ssm_d_state);
+  hb.add_ssm_n_group(h.ssm_n_group);
+  hb.add_ssm_dt_rank(h.ssm_dt_rank);
+  hb.add_ssm_d_inner(h.ssm_d_inner);
+  hb.add_full_attn_interval(h.full_attn_interval);
+  hb.add_nextn_predict_layers(h.nextn_predict_layers);
+  hb.add_tied_output(h.tied_output);
+  return hb.Finish();
+}
+
+std::string BaseName(const std::string& p) { return std::filesystem::path(p).filename().string(); }
+
+}  // namespace
+
+std::vector<std::string> PackOptions::Recorded() const {
+  std::vector<std::string> r;
+  if (allow_unsafe_fixes) r.push_back("--allow-unsafe-fixes");
+  if (drop_unknown_tensors) r.push_back("--drop-unknown-tensors");
+  for (const auto& [k, v] : overrides) r.push_back("--set " + k + "=" + v);
+  if (!compress_tokenizer) r.push_back("--no-compress-tokenizer");
+  return r;
+}
+
+Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options, const ProgressFn& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  PackResult r;
+  r.output = options.output;
+
+  // 1. Architecture.
+  auto arch_name = model.GetString("general.architecture");
+  r.arch_name = arch_name.ok() ? std::string(*arch_name) : "";
+  if (model.tensors().empty()) {
+    r.arch = Arch::kVocabOnly;
+  } else if (!arch_name.ok()) {
+    r.log.Refuse("general.architecture", arch_name.status().message());
+    return r;
+  } else if (auto a = ArchFromName(*arch_name)) {
+    r.arch = *a;
+  } else {
+    r.log.Refuse("general.architecture",
+                 "architecture '" + Printable(*arch_name) +
+                     "' is not supported (Strata runs llama, qwen3moe and qwen35moe, and packs vocab-only files)");
+    return r;
+  }
+
+  // 2. Tokenizer and hyperparameters.
+  auto vocab = ImportVocab(model, &r.log.warnings);
+  if (!vocab.ok()) {
+    r.log.Refuse("tokenizer", vocab.status().message());
+    return r;
+  }
+  r.vocab = std::move(*vocab);
+  if (r.vocab.tokens.empty()) {
+    r.log.Refuse("tokenizer.ggml.tokens", "a pack needs a tokenizer: expected a token list, found none");
+    return r;
+  }
+  if (r.arch == Arch::kVocabOnly) {
+    r.hparams.n_vocab = static_cast<uint32_t>(r.vocab.tokens.size());
+  } else {
+    STRATA_ASSIGN_OR_RETURN(r.hparams, ImportHParams(model, r.arch, static_cast<uint32_t>(r.vocab.tokens.size()),
+                                                     options, &r.log));
+    if (!r.log.refused() && r.hparams.n_vocab != r.vocab.tokens.size())
+      r.log.Refuse(std::string(ArchName(r.arch)) + ".vocab_size",
+                   StrFormat("expected the token count %zu, found %u", r.vocab.tokens.size(), r.hparams.n_vocab));
+  }
+  if (r.log.refused()) return r;
+
+  // 3. Tensors.
+  r.plan = PlanTensors(model, r.arch, &r.hparams, options, &r.log);
+  for (const auto& p : r.plan) r.weight_bytes += p.bytes;
+  if (r.log.refused() || options.dry_run) return r;
+
+  // 4. Write.
+  STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output));
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  std::vector<flatbuffers::Offset<fb::Blob>> blobs;
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  PackProgress prog;
+  prog.bytes_total = r.weight_bytes;
+  prog.tensors_total = r.plan.size();
+  for (size_t i = 0; i < r.plan.size(); ++i) {
+    const PlannedTensor& p = r.plan[i];
+    prog.current = p.name;
+    if (progress) progress(prog);
+    STRATA_ASSIGN_OR_RETURN(BlobInfo bi, WriteTensor(w, model, p));
+    blobs.push_back(fb::CreateBlob(b, bi.offset, bi.size, bi.xxh3));
+    auto name = b.CreateString(p.name);
+    auto shape = b.CreateVector(p.shape);
+    fb::TensorBuilder tb(b);
+    tb.add_name(name);
+    tb.add_role(static_cast<uint16_t>(p.role));
+    tb.add_layer(p.layer);
+    tb.add_type(static_cast<uint32_t>(p.type));
+    tb.add_shape(shape);
+    tb.add_blob(static_cast<uint32_t>(i));
+    tb.add_row_bytes(p.row_bytes);
+    tb.add_expert_count(p.expert_count);
+    tb.add_expert_stride(p.expert_stride);
+    tensors.push_back(tb.Finish());
+    prog.bytes_done += p.bytes;
+    prog.tensors_done = i + 1;
+  }
+  prog.current = "";
+  if (progress) progress(prog);
+
+  std::vector<flatbuffers::Offset<fb::SourceFile>> sources;
+  for (size_t i = 0; i < model.shard_count(); ++i) {
+    const auto& s = model.shard(i);
+    sources.push_back(fb::CreateSourceFile(b, b.CreateString(BaseName(s.path)), s.file.size(),
+                                           XXH3_64bits(s.file.data(), s.file.size())));
+  }
+  std::vector<flatbuffers::Offset<flatbuffers::String>> opts;
+  for (const auto& o : options.Recorded()) opts.push_back(b.CreateString(o));
+  auto model_name = model.GetString("general.name");
+  auto provenance = fb::CreateProvenance(b, b.CreateString(std::string("strata-pack ") + kVersion),
+                                         b.CreateVector(opts), b.CreateVector(sources), model.shard(0).parsed.version,
+                                         b.CreateString(model_name.ok() ? std::string(*model_name) : ""));
+  std::vector<flatbuffers::Offset<fb::Fix>> fixes;
+  for (const Fix& f : r.log.fixes)
+    fixes.push_back(fb::CreateFix(b, b.CreateString(f.kind), b.CreateString(f.location), b.CreateString(f.before),
+                                  b.CreateString(f.after), b.CreateString(f.reason)));
+  auto hp = BuildHParams(b, r.hparams);
+  STRATA_ASSIGN_OR_RETURN(auto tok, BuildTokenizer(b, r.vocab, options.compress_tokenizer));
+  auto arch_str = b.CreateString(r.arch_name);
+  auto tensors_vec = b.CreateVector(tensors);
+  auto blobs_vec = b.CreateVector(blobs);
+  auto fixes_vec = b.CreateVector(fixes);
+  fb::ManifestBuilder mb(b);
+  mb.add_format_major(pack::kFormatMajor);
+  mb.add_format_minor(pack::kFormatMinor);
+  mb.add_arch(static_cast<fb::Arch>(r.arch));
+  mb.add_arch_name(arch_str);
+  mb.add_hparams(hp);
+  mb.add_tokenizer(tok);
+  mb.add_tensors(tensors_vec);
+  mb.add_blobs(blobs_vec);
+  mb.add_provenance(provenance);
+  mb.add_fixes(fixes_vec);
+  fb::FinishManifestBuffer(b, mb.Finish());
+  STRATA_RETURN_IF_ERROR(w.Finish({b.GetBufferPointer(), b.GetSize()}));
+  r.pack_bytes = w.bytes_written();
+  r.written = true;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,56 @@
+#pragma once
+// strata-pack's core: GGUF model -> checked, normalized plan -> pack file.
+//
+//   1. identify the architecture (or a vocab-only file);
+//   2. import the tokenizer and the hyperparameters (fixes recorded);
+//   3. match every tensor against the architecture spec (fixes recorded);
+//   4. unless refused or a dry run, write blobs and the manifest through a
+//      temporary file renamed into place only when complete.
+// The same inputs and options give the same bytes.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "packer/fixes.h"
+#include "packer/gguf/gguf_file.h"
+#include "packer/pack_options.h"
+#include "packer/tensor_plan.h"
+#include "runtime/arch/arch_spec.h"
+#include "runtime/tokenizer/vocab.h"
+
+namespace strata {
+
+struct PackProgress {
+  uint64_t bytes_done = 0;
+  uint64_t bytes_total = 0;
+  size_t tensors_done = 0;
+  size_t tensors_total = 0;
+  std::string_view current;  // tensor being written
+};
+using ProgressFn = std::function<void(const PackProgress&)>;
+
+struct PackResult {
+  Arch arch = Arch::kVocabOnly;
+  std::string arch_name;  // general.architecture
+  HParams hparams;
+  FixLog log;
+  std::vector<PlannedTensor> plan;
+  tokenizer::Vocab vocab;
+  bool written = false;
+  std::string output;
+  uint64_t pack_bytes = 0;
+  uint64_t weight_bytes = 0;
+  double seconds = 0;
+
+  bool ok() const { return !log.refused(); }
+};
+
+// Plans, and unless options.dry_run or a refusal, writes the pack. A non-OK
+// status is an error that stopped the work (I/O, a bad option); refusals are
+// in result.log and leave no output file.
+Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options,
+                             const ProgressFn& progress = nullptr);
+
+}  // namespace strata
