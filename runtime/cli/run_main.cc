@@ -1,27 +1,295 @@
-// strata-run: maps a pack and runs it.
+// strata-run: maps a pack and runs it: one-shot generation, interactive
+// chat, a benchmark, or tokenization.
 
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/base/atomic_file.h"
 #include "runtime/base/main_guard.h"
+#include "runtime/base/platform.h"
+#include "runtime/base/strings.h"
+#include "runtime/chat/chat_template.h"
+#include "runtime/cli/run_options.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/model/generator.h"
+#include "runtime/pack/pack_reader.h"
+#include "runtime/pack/pack_vocab.h"
 #include "strata/version.h"
 
 namespace {
 
+using namespace strata;
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "strata-run: error: %s\n", s.message().c_str());
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return kExitUsage;
+    case StatusCode::kUnsupported: return kExitUnsupported;
+    case StatusCode::kInternal: return kExitInternal;
+    default: return kExitError;
+  }
+}
+
+Result<std::vector<int32_t>> ParseIds(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 0 || v > INT32_MAX)
+      return InvalidArgument("--tokens: '" + item + "' is not a token id (expected comma-separated integers >= 0)");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) return InvalidArgument("--tokens: no ids given");
+  return ids;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound(path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result<tokenizer::Tokenizer> LoadTokenizer(const Pack& pack) {
+  STRATA_ASSIGN_OR_RETURN(tokenizer::Vocab v, VocabFromManifest(*pack.manifest().tokenizer(), pack.path()));
+  return tokenizer::Tokenizer::Create(v);
+}
+
+int TokenizeFile(const Pack& pack, const std::string& file) {
+  auto tok = LoadTokenizer(pack);
+  if (!tok.ok()) return Fail(tok.status());
+  auto text = ReadFile(file);
+  if (!text.ok()) return Fail(text.status());
+  std::vector<int32_t> ids = tok->Encode(*text, /*add_special=*/false, /*parse_special=*/false);
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
+  std::printf("%s\n", line.c_str());
+  return kExitOk;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o) {
+  const int64_t n_prompt = o.bench_prompt, n_gen = o.n_predict < 0 ? 128 : o.n_predict;
+  auto state = SequenceState::Create(model.hp(), n_prompt + n_gen + 1);
+  if (!state.ok()) return Fail(state.status());
+  std::mt19937 rng(1234);
+  std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % model.hp().n_vocab);
+  std::vector<double> pp, tg;
+  std::fprintf(stderr, "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, %d threads, %s backend, %d reps\n",
+               std::string(ArchName(model.arch())).c_str(), static_cast<long long>(n_prompt),
+               static_cast<long long>(n_gen), backend.threads(), backend.name().c_str(), o.bench_reps);
+  for (int rep = 0; rep < o.bench_reps + 1; ++rep) {  // rep 0 warms up
+    state->Clear();
+    Generator g(model, backend, *state, nullptr);
+    GenerateOptions go;
+    go.n_predict = n_gen;
+    go.ignore_eog = true;
+    go.sampling.temperature = 0;
+    go.batch = o.batch;
+    go.feed_last = true;
+    auto r = g.Generate(prompt, go);
+    if (!r.ok()) return Fail(r.status());
+    if (rep == 0) continue;
+    pp.push_back(r->prompt_tps());
+    tg.push_back(r->gen_tps());
+    std::fprintf(stderr, "  rep %d: prefill %.1f tok/s, decode %.2f tok/s\n", rep, r->prompt_tps(), r->gen_tps());
+  }
+  auto mm = [](const std::vector<double>& v) { return std::minmax_element(v.begin(), v.end()); };
+  auto [pmin, pmax] = mm(pp);
+  auto [gmin, gmax] = mm(tg);
+  std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
+              "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
+              "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f}\n",
+              std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
+              static_cast<long long>(n_prompt), static_cast<long long>(n_gen), o.bench_reps, Median(pp), *pmin, *pmax,
+              Median(tg), *gmin, *gmax);
+  return kExitOk;
+}
+
+int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o) {
+  auto tmpl = ChatTemplate::FromPack(tok.vocab().chat_template);
+  if (!tmpl.ok()) return Fail(tmpl.status());
+  if (tmpl->fallback) std::fprintf(stderr, "strata-run: the pack has no chat template; using ChatML\n");
+  auto state = SequenceState::Create(model.hp(), o.n_ctx);
+  if (!state.ok()) return Fail(state.status());
+  std::vector<ChatMessage> history;
+  if (!o.system.empty()) history.push_back({"system", o.system});
+  std::string rendered_so_far;
+  std::fprintf(stderr, "strata-run: chat (%s template, context %lld). Type a message; an empty line or EOF quits.\n",
+               tmpl->name().c_str(), static_cast<long long>(o.n_ctx));
+  std::string line;
+  while (true) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line) || line.empty()) break;
+    history.push_back({"user", line});
+    std::string full = tmpl->Render(history, true);
+    // Only the new part of the conversation is run; the state holds the rest.
+    std::string delta = full.substr(rendered_so_far.size());
+    std::vector<int32_t> ids = tok.Encode(delta, rendered_so_far.empty(), /*parse_special=*/true);
+    Generator g(model, backend, *state, &tok);
+    GenerateOptions go;
+    go.n_predict = o.n_predict;
+    go.sampling = o.sampling;
+    go.stop_strings = tmpl->StopStrings();
+    go.batch = o.batch;
+    auto r = g.Generate(ids, go, {[](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); }, {}, {}});
+    if (!r.ok()) return Fail(r.status());
+    std::printf("\n");
+    std::fprintf(stderr, "[%lld prompt tokens at %.1f tok/s, %zu generated at %.2f tok/s; stopped: %s]\n",
+                 static_cast<long long>(r->n_prompt), r->prompt_tps(), r->tokens.size(), r->gen_tps(),
+                 std::string(StopReasonName(r->stop)).c_str());
+    if (r->stop == StopReason::kContextFull) {
+      std::fprintf(stderr, "strata-run: the context is full (-c %lld); ending the chat\n", static_cast<long long>(o.n_ctx));
+      break;
+    }
+    history.push_back({"assistant", r->text});
+    // The state holds the turn up to its last generated token; close the turn
+    // the way the template renders it, so the next turn continues from here.
+    const std::string closing = "<|im_end|>\n";
+    rendered_so_far = full + r->text + closing;
+    std::vector<int32_t> tail_ids = tok.Encode(closing, false, true);
+    if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
+    std::vector<float> unused;
+    Status s = Forward(model, backend, *state, tail_ids, {}, &unused);
+    if (!s.ok()) return Fail(s);
+  }
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
-  CLI::App app{"strata-run: maps a Strata pack and runs it."};
-  app.set_version_flag("--version", std::string("strata-run ") + strata::kVersion);
-  std::string pack;
-  app.add_option("pack", pack, "the pack to run")->required();
+  RunOptions o;
+  CLI::App app{"strata-run: maps a Strata pack and runs it: generate text, chat, benchmark, or tokenize."};
+  app.set_version_flag("--version", std::string("strata-run ") + kVersion);
+  AddRunOptions(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? strata::kExitOk : strata::kExitUsage;
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  std::fprintf(stderr, "strata-run: running packs is not implemented yet in this build\n");
-  return strata::kExitUnsupported;
+  if (o.bench && !o.prompt.empty()) {
+    char* end = nullptr;
+    long long v = std::strtoll(o.prompt.c_str(), &end, 10);
+    if (*end || v < 1 || v > (1 << 20)) return Fail(InvalidArgument("--bench -p: expected a prompt length 1..1048576"));
+    o.bench_prompt = v;
+    o.prompt.clear();
+  }
+  Status valid = o.Validate();
+  if (!valid.ok()) return Fail(valid);
+
+  auto t_load = std::chrono::steady_clock::now();
+  PackOpenOptions po;
+  po.verify_checksums = o.verify;
+  po.threads = o.threads;
+  auto pack = Pack::Open(o.pack, po);
+  if (!pack.ok()) return Fail(pack.status());
+  if (!o.tokenize_file.empty()) return TokenizeFile(**pack, o.tokenize_file);
+
+  auto model = Model::Create(**pack);
+  if (!model.ok()) return Fail(model.status());
+  auto backend = MakeBackend(*model, o.reference ? BackendKind::kReference : BackendKind::kFast, o.threads);
+  if (!backend.ok()) return Fail(backend.status());
+  for (const std::string& note : (*backend)->Notes()) std::fprintf(stderr, "strata-run: %s\n", note.c_str());
+  if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(model->hp().n_ctx_train, 4096);
+  if (o.n_ctx > model->hp().n_ctx_train)
+    return Fail(InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
+                                          "implement RoPE scaling)",
+                                          static_cast<long long>(o.n_ctx), model->hp().n_ctx_train)));
+  if (o.bench) return Bench(*model, **backend, o);
+
+  auto tok = LoadTokenizer(**pack);
+  if (!tok.ok()) return Fail(tok.status());
+  double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  if (o.chat) return Chat(*model, **backend, *tok, o);
+
+  std::vector<int32_t> prompt;
+  if (!o.tokens.empty()) {
+    auto ids = ParseIds(o.tokens);
+    if (!ids.ok()) return Fail(ids.status());
+    prompt = *ids;
+  } else {
+    std::string text = o.prompt;
+    if (!o.prompt_file.empty()) {
+      auto t = ReadFile(o.prompt_file);
+      if (!t.ok()) return Fail(t.status());
+      text = *t;
+    }
+    prompt = tok->Encode(text, /*add_special=*/true, /*parse_special=*/o.parse_special);
+  }
+  for (int32_t id : prompt)
+    if (id < 0 || static_cast<uint32_t>(id) >= model->hp().n_vocab)
+      return Fail(InvalidArgument(StrFormat("token id %d is out of range: the vocabulary has %u tokens (0..%u)", id,
+                                            model->hp().n_vocab, model->hp().n_vocab - 1)));
+  if (static_cast<int64_t>(prompt.size()) > o.n_ctx)
+    return Fail(InvalidArgument(StrFormat("the prompt has %zu tokens, more than the context (-c %lld)", prompt.size(),
+                                          static_cast<long long>(o.n_ctx))));
+
+  auto state = SequenceState::Create(model->hp(), o.n_ctx);
+  if (!state.ok()) return Fail(state.status());
+
+  std::optional<AtomicFileWriter> logits_out;
+  Status write_status;
+  if (!o.logits_out.empty()) {
+    auto w = AtomicFileWriter::Create(o.logits_out);
+    if (!w.ok()) return Fail(w.status());
+    logits_out.emplace(std::move(*w));
+  }
+  GenerateOptions go;
+  go.n_predict = o.n_predict;
+  go.ignore_eog = o.ignore_eos;
+  go.sampling = o.sampling;
+  go.stop_strings = o.stop;
+  go.batch = o.batch;
+  go.prompt_logits = logits_out.has_value();
+  go.feed_last = logits_out.has_value();
+  GenerateCallbacks cb;
+  if (!o.print_ids) cb.on_text = [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  if (logits_out)
+    cb.on_logits = [&](std::span<const float> row) {
+      if (write_status.ok())
+        write_status = logits_out->Write(reinterpret_cast<const uint8_t*>(row.data()), row.size() * sizeof(float));
+    };
+  Generator g(*model, **backend, *state, &*tok);
+  auto r = g.Generate(prompt, go, cb);
+  if (!r.ok()) return Fail(r.status());
+  if (!write_status.ok()) return Fail(write_status);
+  if (logits_out) {
+    Status s = logits_out->Commit();
+    if (!s.ok()) return Fail(s);
+  }
+  if (o.print_ids) {
+    std::string line;
+    for (size_t i = 0; i < r->tokens.size(); ++i) line += (i ? " " : "") + std::to_string(r->tokens[i]);
+    std::printf("%s\n", line.c_str());
+  } else {
+    std::printf("\n");
+  }
+  std::fprintf(stderr,
+               "strata-run: load %.2f s; prompt %lld tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
+               "(%.2f tok/s); stopped: %s\n",
+               load_s, static_cast<long long>(r->n_prompt), r->prompt_seconds, r->prompt_tps(), r->tokens.size(),
+               r->gen_seconds, r->gen_tps(), std::string(StopReasonName(r->stop)).c_str());
+  return kExitOk;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "runtime/model/model.h"
 
@@ -21,6 +22,8 @@ class MatMulBackend {
   virtual void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
   virtual int threads() const { return 1; }
   virtual std::string name() const = 0;
+  // Things a user should know once at start (e.g. types without a fast kernel).
+  virtual std::vector<std::string> Notes() const { return {}; }
 };
 
 // Plain reference: each weight row dequantized to F32 (the reference

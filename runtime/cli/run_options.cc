@@ -1,0 +1,58 @@
+#include "runtime/cli/run_options.h"
+
+#include "runtime/base/strings.h"
+
+namespace strata {
+
+void AddRunOptions(CLI::App& app, RunOptions& o) {
+  app.add_option("pack", o.pack, "the pack to run (made by strata-pack, checked by strata-validate)")->required();
+  app.add_option("-p,--prompt", o.prompt,
+                 "prompt text (with --bench: the number of prompt tokens to time, default 512)");
+  app.add_option("-f,--file", o.prompt_file, "read the prompt text from a file");
+  app.add_option("--tokens", o.tokens, "the prompt as token ids: 1,2,3 (no tokenization, no BOS added)");
+  app.add_option("-n,--n-predict", o.n_predict, "tokens to generate (default: until end of generation or context)");
+  app.add_option("-c,--ctx-size", o.n_ctx, "context length in tokens (default: min(training context, 4096))");
+  app.add_option("-t,--threads", o.threads, "threads (default: all cores)");
+  app.add_option("-b,--batch", o.batch, "prompt tokens per forward pass (default 512)");
+  app.add_option("--temp", o.sampling.temperature, "temperature; 0 is greedy (default 0.8)");
+  app.add_option("--top-k", o.sampling.top_k, "top-k; 0 is off (default 40)");
+  app.add_option("--top-p", o.sampling.top_p, "top-p; 1 is off (default 0.95)");
+  app.add_option("--min-p", o.sampling.min_p, "min-p; 0 is off (default 0.05)");
+  app.add_option("--repeat-penalty", o.sampling.repeat_penalty, "repetition penalty; 1 is off (default 1)");
+  app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty (default 0)");
+  app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty (default 0)");
+  app.add_option("--seed", o.sampling.seed, "sampling seed");
+  app.add_option("--stop", o.stop, "stop when this text is generated (repeatable)");
+  app.add_flag("--ignore-eos", o.ignore_eos, "do not stop at end-of-generation tokens");
+  app.add_flag("--special", o.parse_special, "parse special-token text (e.g. <|im_start|>) in the prompt");
+  app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
+  app.add_flag("--reference", o.reference,
+               "run the plain reference path (dequantized weights, float activations, no SIMD)");
+  app.add_flag("--verify", o.verify, "verify every blob's checksum before running");
+  app.add_option("--logits-out", o.logits_out,
+                 "write float32 logits rows: one per prompt position, then one per generated token (each generated "
+                 "token is fed back)");
+  app.add_option("--tokenize-file", o.tokenize_file,
+                 "print the token ids of the file's content (no BOS, special tokens not parsed) and exit");
+  app.add_flag("--chat", o.chat, "interactive chat using the pack's chat template");
+  app.add_option("--system", o.system, "system message for --chat");
+  app.add_flag("--bench", o.bench, "measure prefill and decode speed (-p N prompt tokens, -n N generated)");
+  app.add_option("--bench-reps", o.bench_reps, "benchmark repetitions after a warm-up (default 5)");
+}
+
+Status RunOptions::Validate() const {
+  if (n_predict < -1) return InvalidArgument(StrFormat("-n %d: expected -1 (no limit) or a count >= 0", n_predict));
+  if (n_ctx < 0) return InvalidArgument("-c must be > 0");
+  if (threads < 0 || threads > 1024) return InvalidArgument(StrFormat("-t %d: expected 1..1024", threads));
+  if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
+  if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
+  int inputs = !prompt.empty() + !prompt_file.empty() + !tokens.empty();
+  if (inputs > 1 && !bench) return InvalidArgument("give only one of -p, -f and --tokens");
+  if (!bench && !chat && tokenize_file.empty() && inputs == 0)
+    return InvalidArgument("nothing to run: give a prompt (-p TEXT, -f FILE or --tokens IDS), or --chat, --bench "
+                           "or --tokenize-file");
+  if (chat && inputs > 0) return InvalidArgument("--chat reads its messages from the terminal; drop -p/-f/--tokens");
+  return sampling.Validate();
+}
+
+}  // namespace strata

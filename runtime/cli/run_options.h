@@ -1,0 +1,44 @@
+#pragma once
+// strata-run's command line.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/base/status.h"
+#include "runtime/model/sampler.h"
+
+namespace strata {
+
+struct RunOptions {
+  std::string pack;
+  std::string prompt;
+  std::string prompt_file;
+  std::string tokens;  // --tokens 1,2,3
+  int32_t n_predict = -1;
+  int64_t n_ctx = 0;   // 0: min(training context, 4096)
+  int threads = 0;     // 0: all cores
+  int32_t batch = 512;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool parse_special = false;
+  bool print_ids = false;
+  bool reference = false;
+  bool verify = false;
+  std::string logits_out;
+  std::string tokenize_file;
+  bool chat = false;
+  std::string system;
+  bool bench = false;
+  int64_t bench_prompt = 512;
+  int bench_reps = 5;
+
+  Status Validate() const;
+};
+
+void AddRunOptions(CLI::App& app, RunOptions& o);
+
+}  // namespace strata

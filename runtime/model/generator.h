@@ -1,0 +1,77 @@
+#pragma once
+// Generator: runs a prompt and generates tokens on one sequence, with the
+// stop conditions a user expects (end-of-generation tokens, stop strings,
+// a token limit, the context limit) and says which one stopped it.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/model/backend.h"
+#include "runtime/model/forward.h"
+#include "runtime/model/model.h"
+#include "runtime/model/sampler.h"
+#include "runtime/model/sequence_state.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace strata {
+
+enum class StopReason { kNone, kEndOfGeneration, kStopString, kTokenLimit, kContextFull, kCancelled };
+std::string_view StopReasonName(StopReason r);  // "end-of-generation token", "stop string", ...
+
+struct GenerateOptions {
+  int32_t n_predict = -1;       // < 0: until another stop condition
+  bool ignore_eog = false;      // do not stop at end-of-generation tokens
+  std::vector<std::string> stop_strings;
+  SamplingParams sampling;
+  int32_t batch = 512;          // prompt tokens per forward pass
+  bool prompt_logits = false;   // emit logits for every prompt position
+  bool feed_last = false;       // also run the last generated token (its logits are emitted)
+  RoutingObserver* observer = nullptr;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated ids
+  std::string text;             // their text, cut before a stop string
+  StopReason stop = StopReason::kNone;
+  int64_t n_prompt = 0;
+  double prompt_seconds = 0;
+  double gen_seconds = 0;       // decode time for the generated tokens
+  int64_t n_decoded = 0;        // forward passes of one token
+  double prompt_tps() const { return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0; }
+  double gen_tps() const { return gen_seconds > 0 ? static_cast<double>(n_decoded) / gen_seconds : 0; }
+};
+
+struct GenerateCallbacks {
+  // Text ready to show (stop strings held back until they cannot match).
+  std::function<void(std::string_view)> on_text;
+  // Every row of logits the run produces, in order (prompt rows if asked, then
+  // one per token fed back).
+  std::function<void(std::span<const float>)> on_logits;
+  // Called before each decode step; return false to cancel.
+  std::function<bool()> keep_going;
+};
+
+class Generator {
+ public:
+  // `tok` may be null (ids only: no text, no stop strings).
+  Generator(const Model& model, MatMulBackend& backend, SequenceState& state, const tokenizer::Tokenizer* tok)
+      : model_(model), backend_(backend), state_(state), tok_(tok) {}
+
+  // Runs `prompt` after what the state already holds, then generates.
+  // Errors: empty prompt, ids out of range, a prompt that does not fit the context.
+  Result<GenerateResult> Generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                  const GenerateCallbacks& callbacks = {});
+
+  bool IsEndOfGeneration(int32_t id) const;
+
+ private:
+  const Model& model_;
+  MatMulBackend& backend_;
+  SequenceState& state_;
+  const tokenizer::Tokenizer* tok_;
+};
+
+}  // namespace strata

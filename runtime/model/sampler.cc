@@ -1,0 +1,104 @@
+#include "runtime/model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/base/strings.h"
+
+namespace strata {
+
+Status SamplingParams::Validate() const {
+  if (!std::isfinite(temperature) || temperature < 0 || temperature > 100)
+    return InvalidArgument(StrFormat("temperature must be 0..100, not %g", static_cast<double>(temperature)));
+  if (!std::isfinite(top_p) || top_p <= 0 || top_p > 1)
+    return InvalidArgument(StrFormat("top_p must be in (0, 1], not %g", static_cast<double>(top_p)));
+  if (!std::isfinite(min_p) || min_p < 0 || min_p > 1)
+    return InvalidArgument(StrFormat("min_p must be 0..1, not %g", static_cast<double>(min_p)));
+  if (top_k < 0) return InvalidArgument(StrFormat("top_k must be >= 0 (0: off), not %d", top_k));
+  if (!std::isfinite(presence_penalty) || std::fabs(presence_penalty) > 2)
+    return InvalidArgument("presence_penalty must be -2..2");
+  if (!std::isfinite(frequency_penalty) || std::fabs(frequency_penalty) > 2)
+    return InvalidArgument("frequency_penalty must be -2..2");
+  if (!std::isfinite(repeat_penalty) || repeat_penalty <= 0 || repeat_penalty > 10)
+    return InvalidArgument("repeat_penalty must be in (0, 10]");
+  return Status::Ok();
+}
+
+Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
+
+int32_t Sampler::Argmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const bool penalties = p_.presence_penalty != 0 || p_.frequency_penalty != 0 || p_.repeat_penalty != 1;
+  std::unordered_map<int32_t, int> counts;
+  if (penalties)
+    for (int32_t t : history) counts[t]++;
+  auto adjusted = [&](int32_t id) {
+    float l = logits[id];
+    if (!penalties) return l;
+    auto it = counts.find(id);
+    if (it == counts.end()) return l;
+    if (p_.repeat_penalty != 1) l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    return l - static_cast<float>(it->second) * p_.frequency_penalty - p_.presence_penalty;
+  };
+  if (p_.temperature <= 0) {
+    if (!penalties) return Argmax(logits);
+    int32_t best = 0;
+    float bv = adjusted(0);
+    for (size_t i = 1; i < logits.size(); ++i) {
+      float v = adjusted(static_cast<int32_t>(i));
+      if (v > bv) bv = v, best = static_cast<int32_t>(i);
+    }
+    return best;
+  }
+  cand_.clear();
+  cand_.reserve(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) cand_.emplace_back(adjusted(static_cast<int32_t>(i)), static_cast<int32_t>(i));
+  auto by_logit = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  size_t n = cand_.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
+    std::partial_sort(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
+    n = static_cast<size_t>(p_.top_k);
+  } else {
+    std::sort(cand_.begin(), cand_.end(), by_logit);
+  }
+  // Probabilities (before temperature) for top-p and min-p.
+  std::vector<double> prob(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += (prob[i] = std::exp(static_cast<double>(cand_[i].first - cand_[0].first)));
+  if (p_.top_p < 1) {
+    double acc = 0;
+    for (size_t i = 0; i < n; ++i) {
+      acc += prob[i] / sum;
+      if (acc >= static_cast<double>(p_.top_p)) {
+        n = i + 1;
+        break;
+      }
+    }
+  }
+  if (p_.min_p > 0) {
+    size_t keep = 1;
+    while (keep < n && prob[keep] >= static_cast<double>(p_.min_p) * prob[0]) ++keep;  // prob[0] is the max
+    n = keep;
+  }
+  // Temperature, then draw.
+  std::vector<double> w(n);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i)
+    total += (w[i] = std::exp(static_cast<double>(cand_[i].first - cand_[0].first) / static_cast<double>(p_.temperature)));
+  // A uniform double in [0, total) from the top 53 bits: the same on every
+  // platform (std::uniform_real_distribution is not).
+  double r = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total, acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    acc += w[i];
+    if (r < acc) return cand_[i].second;
+  }
+  return cand_[n - 1].second;
+}
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+#pragma once
+// Sampler: picks the next token from logits. temp <= 0 is greedy (argmax, ties
+// to the lowest id, as the conformance references). Otherwise, in
+// llama.cpp's default order: repetition penalties, top-k, top-p, min-p,
+// temperature, then a draw from a seeded generator (same seed, same logits:
+// same token, on every machine).
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace strata {
+
+struct SamplingParams {
+  float temperature = 0.8f;
+  int32_t top_k = 40;      // <= 0: off
+  float top_p = 0.95f;     // >= 1: off
+  float min_p = 0.05f;     // <= 0: off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  float repeat_penalty = 1.0f;  // 1: off
+  uint64_t seed = 0xC0FFEE;
+
+  // Range checks with messages naming the option.
+  Status Validate() const;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p);
+  // Chooses a token. `history` holds tokens generated so far (for penalties).
+  int32_t Sample(std::span<const float> logits, std::span<const int32_t> history);
+  static int32_t Argmax(std::span<const float> logits);
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> cand_;
+};
+
+}  // namespace strata
