@@ -208,8 +208,9 @@ std::vector<std::string> GgufBuilder::TensorNames() const {
   return n;
 }
 
-std::vector<uint8_t> GgufBuilder::Build(GgufLayout* layout) const {
-  GgufLayout lay;
+// Serializes everything before the data section; fills `lay` and the
+// relative offset of every tensor.
+std::vector<uint8_t> GgufBuilder::BuildHead(GgufLayout* lay, std::vector<uint64_t>* rel) const {
   std::vector<uint8_t> out;
   out.insert(out.end(), {'G', 'G', 'U', 'F'});
   Append<uint32_t>(&out, version_);
@@ -224,14 +225,14 @@ std::vector<uint8_t> GgufBuilder::Build(GgufLayout* layout) const {
     Append<uint32_t>(&out, e.type_id);
     k.value_offset = out.size();
     out.insert(out.end(), e.encoded.begin(), e.encoded.end());
-    lay.kv.push_back(k);
+    lay->kv.push_back(k);
   }
   const uint64_t align = alignment_ ? alignment_ : 32;
   uint64_t next = 0;
-  std::vector<uint64_t> rel(tensors_.size());
+  rel->assign(tensors_.size(), 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto& t = tensors_[i];
-    rel[i] = t.offset != UINT64_MAX ? t.offset : next;
+    (*rel)[i] = t.offset != UINT64_MAX ? t.offset : next;
     if (t.offset == UINT64_MAX) next = AlignUp(next + t.data.size(), align);
     GgufLayout::Tensor lt;
     lt.name = t.name;
@@ -244,12 +245,19 @@ std::vector<uint8_t> GgufBuilder::Build(GgufLayout* layout) const {
     lt.type_offset = out.size();
     Append<uint32_t>(&out, t.type_id);
     lt.offset_offset = out.size();
-    Append<uint64_t>(&out, rel[i]);
+    Append<uint64_t>(&out, (*rel)[i]);
     lt.nbytes = t.data.size();
-    lay.tensors.push_back(lt);
+    lay->tensors.push_back(lt);
   }
   if (!tensors_.empty()) out.resize(AlignUp(out.size(), align), 0);
-  lay.data_section_offset = out.size();
+  lay->data_section_offset = out.size();
+  return out;
+}
+
+std::vector<uint8_t> GgufBuilder::Build(GgufLayout* layout) const {
+  GgufLayout lay;
+  std::vector<uint64_t> rel;
+  std::vector<uint8_t> out = BuildHead(&lay, &rel);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto& t = tensors_[i];
     if (t.offset != UINT64_MAX) continue;  // raw offsets: data is not placed
@@ -264,9 +272,22 @@ std::vector<uint8_t> GgufBuilder::Build(GgufLayout* layout) const {
 }
 
 Status GgufBuilder::WriteFile(const std::string& path, GgufLayout* layout) const {
-  std::vector<uint8_t> bytes = Build(layout);
+  // Streams the data section instead of building one buffer (models of many GB).
+  GgufLayout lay;
+  std::vector<uint64_t> rel;
+  std::vector<uint8_t> head = BuildHead(&lay, &rel);
   STRATA_ASSIGN_OR_RETURN(AtomicFileWriter w, AtomicFileWriter::Create(path));
-  STRATA_RETURN_IF_ERROR(w.Write(bytes));
+  STRATA_RETURN_IF_ERROR(w.Write(head));
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const auto& t = tensors_[i];
+    if (t.offset != UINT64_MAX) continue;
+    uint64_t at = lay.data_section_offset + rel[i];
+    if (w.position() < at) STRATA_RETURN_IF_ERROR(w.WriteZeros(at - w.position()));
+    STRATA_RETURN_IF_ERROR(w.Write(t.data));
+    lay.tensors[i].data_offset = at;
+  }
+  lay.file_size = w.position();
+  if (layout) *layout = std::move(lay);
   return w.Commit();
 }
 

@@ -116,6 +116,7 @@ class GgufBuilder {
     uint64_t offset;  // UINT64_MAX: automatic
   };
   GgufBuilder& Put(const std::string& key, uint32_t type_id, std::vector<uint8_t> encoded);
+  std::vector<uint8_t> BuildHead(GgufLayout* lay, std::vector<uint64_t>* rel) const;
 
   uint32_t version_ = 3;
   uint32_t alignment_ = 32;

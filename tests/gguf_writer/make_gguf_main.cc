@@ -1,0 +1,106 @@
+// strata-make-gguf: writes synthetic GGUF models (tests/gguf_writer), for the
+// built-in default model, benchmarks and fixtures. Not part of the product.
+
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/base/main_guard.h"
+#include "tests/gguf_writer/synthetic_model.h"
+
+namespace {
+
+using namespace strata;
+using namespace strata::testing;
+
+int Main(int argc, char** argv) {
+  CLI::App app{"strata-make-gguf: writes a synthetic GGUF model with seeded random weights."};
+  std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks;
+  uint32_t layers = 0, split = 1;
+  uint64_t seed = 1;
+  app.add_option("--arch", arch, "llama, qwen3moe or qwen35moe");
+  app.add_option("--preset", preset,
+                 "tiny (the conformance fixtures' shapes), qwen3-30b-a3b or qwen36-35b-a3b (real layer shapes)");
+  app.add_option("--layers", layers, "layers (qwen36-35b-a3b: groups of 3 delta-net + 1 attention)");
+  app.add_option("--type", type, "type of the weight matrices (Q8_0, Q4_K, F16, ...)");
+  app.add_option("--mix", mix, "q4_k_m: Q4_K matrices, Q6_K output head and attn_v, Q8_0 small matrices");
+  app.add_option("--tokenizer", tok, "copy the tokenizer of this GGUF (default: a built-in byte-level BPE)");
+  app.add_option("--seed", seed, "random seed");
+  app.add_option("--split", split, "write this many shards (NAME-0000k-of-0000n.gguf)");
+  app.add_option("--break", breaks, "remove-nextn-key or shexp-gate-2d (qwen35moe; the seeds/000 patches reversed)");
+  app.add_option("-o,--output", out, "output path (with --split: the prefix)")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  SyntheticModelSpec s;
+  auto a = ArchFromName(arch);
+  if (!a) {
+    std::fprintf(stderr, "strata-make-gguf: unknown --arch %s\n", arch.c_str());
+    return kExitUsage;
+  }
+  s.arch = *a;
+  s.seed = seed;
+  s.tokenizer_gguf = tok;
+  if (preset == "tiny") {
+    s.hp = s.arch == Arch::kLlama ? TinyLlamaHParams() : s.arch == Arch::kQwen3Moe ? TinyQwen3MoeHParams()
+                                                                                   : TinyQwen35MoeHParams();
+    if (layers) s.hp.n_layer_all = s.hp.n_layer = layers;
+  } else if (preset == "qwen3-30b-a3b" && s.arch == Arch::kQwen3Moe) {
+    s.hp = Qwen3_30BA3BShape(layers ? layers : 4);
+  } else if (preset == "qwen36-35b-a3b" && s.arch == Arch::kQwen35Moe) {
+    s.hp = Qwen36_35BA3BShape(layers ? layers : 1);
+  } else {
+    std::fprintf(stderr, "strata-make-gguf: unknown --preset %s for --arch %s\n", preset.c_str(), arch.c_str());
+    return kExitUsage;
+  }
+  const GgmlTypeInfo* t = FindGgmlTypeByName(type);
+  if (!t || !t->weight) {
+    std::fprintf(stderr, "strata-make-gguf: unknown --type %s\n", type.c_str());
+    return kExitUsage;
+  }
+  s.matrix_type = t->type;
+  if (mix == "q4_k_m") {
+    s.matrix_type = GgmlType::kQ4_K;
+    s.type_by_role = {{TensorRole::kOutput, GgmlType::kQ6_K}, {TensorRole::kAttnV, GgmlType::kQ6_K},
+                      {TensorRole::kSsmAlpha, GgmlType::kQ8_0}, {TensorRole::kSsmBeta, GgmlType::kQ8_0}};
+  } else if (!mix.empty()) {
+    std::fprintf(stderr, "strata-make-gguf: unknown --mix %s\n", mix.c_str());
+    return kExitUsage;
+  }
+  auto b = BuildSyntheticModel(s);
+  if (!b.ok()) {
+    std::fprintf(stderr, "strata-make-gguf: %s\n", b.status().message().c_str());
+    return kExitError;
+  }
+  if (breaks == "remove-nextn-key") BreakRemoveNextnKey(*b);
+  else if (breaks == "shexp-gate-2d") BreakShexpGate2D(*b, s.hp.n_layer_all, s.hp.n_embd);
+  else if (!breaks.empty()) {
+    std::fprintf(stderr, "strata-make-gguf: unknown --break %s\n", breaks.c_str());
+    return kExitUsage;
+  }
+  if (split > 1) {
+    auto paths = b->WriteSplit(out, split);
+    if (!paths.ok()) {
+      std::fprintf(stderr, "strata-make-gguf: %s\n", paths.status().message().c_str());
+      return kExitError;
+    }
+    for (const auto& p : *paths) std::printf("%s\n", p.c_str());
+    return kExitOk;
+  }
+  Status st = b->WriteFile(out);
+  if (!st.ok()) {
+    std::fprintf(stderr, "strata-make-gguf: %s\n", st.message().c_str());
+    return kExitError;
+  }
+  std::printf("%s\n", out.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return strata::GuardedMain("strata-make-gguf", [&] { return Main(argc, argv); });
+}

@@ -1,0 +1,269 @@
+#include "tests/gguf_writer/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "packer/gguf/gguf_file.h"
+#include "runtime/base/strings.h"
+#include "runtime/quant/fp_convert.h"
+#include "runtime/quant/quantize.h"
+#include "runtime/tokenizer/unicode.h"
+#include "tests/testing/random_blocks.h"
+
+namespace strata::testing {
+namespace {
+
+std::vector<float> Normal(std::mt19937_64& rng, size_t n, float mean, float stddev) {
+  std::normal_distribution<float> d(mean, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Bytes of a tensor of `type` holding `values` (F32/F16/BF16/Q8_0 are
+// converted; other types get random blocks of the same scale).
+std::vector<uint8_t> Encode(GgmlType type, const std::vector<float>& values, int64_t row, std::mt19937_64& rng,
+                            float scale) {
+  const uint64_t rows = values.size() / static_cast<uint64_t>(row);
+  std::vector<uint8_t> out(*RowBytes(type, static_cast<uint64_t>(row)) * rows);
+  switch (type) {
+    case GgmlType::kF32:
+      std::memcpy(out.data(), values.data(), out.size());
+      break;
+    case GgmlType::kF16:
+      Fp32RowToFp16Unchecked(values.data(), out.data(), static_cast<int64_t>(values.size()));
+      break;
+    case GgmlType::kBF16:
+      Fp32RowToBf16Unchecked(values.data(), out.data(), static_cast<int64_t>(values.size()));
+      break;
+    case GgmlType::kQ8_0:
+      QuantizeRowQ8_0Unchecked(Q8_0Rule::kGgmlReference, values.data(), out.data(),
+                               static_cast<int64_t>(values.size()));
+      break;
+    default:
+      FillRandomBlocks(type, out.size() / TypeInfo(type).block_bytes, rng, out.data(), scale);
+      break;
+  }
+  return out;
+}
+
+void BuiltInTokenizer(GgufBuilder& b, uint32_t n_vocab) {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int i = 0; i < 256; ++i) {
+    tokens.emplace_back(tokenizer::ByteToUnicode(static_cast<uint8_t>(i)));
+    types.push_back(1);
+  }
+  for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    tokens.emplace_back(s);
+    types.push_back(3);
+  }
+  while (tokens.size() < n_vocab) {
+    tokens.push_back(StrFormat("[PAD%zu]", tokens.size()));
+    types.push_back(5);
+  }
+  b.String("tokenizer.ggml.model", "gpt2").String("tokenizer.ggml.pre", "qwen2");
+  b.StringArray("tokenizer.ggml.tokens", tokens).I32Array("tokenizer.ggml.token_type", types);
+  // A few merges of common English pairs (byte-level: a space is "Ġ").
+  b.StringArray("tokenizer.ggml.merges", {"Ġ t", "h e", "Ġ a", "i n", "e r"});
+  b.U32("tokenizer.ggml.eos_token_id", 258).U32("tokenizer.ggml.bos_token_id", 256);
+  b.U32("tokenizer.ggml.padding_token_id", 256).Bool("tokenizer.ggml.add_bos_token", false);
+  b.String("tokenizer.chat_template",
+           "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n"
+           "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+}
+
+}  // namespace
+
+HParams TinyQwen3MoeHParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 256;
+  h.n_embd = 256;
+  h.n_layer_all = h.n_layer = 3;
+  h.n_head = 8;
+  h.n_head_kv = 2;
+  h.head_dim_k = h.head_dim_v = 64;
+  h.n_rot = 64;
+  h.n_ff = 768;
+  h.n_expert = 8;
+  h.n_expert_used = 2;
+  h.n_ff_exp = 256;
+  h.rope_freq_base = 1e6f;
+  h.rms_eps = 1e-6f;
+  return h;
+}
+
+HParams TinyQwen35MoeHParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 256;
+  h.n_embd = 256;
+  h.n_layer_all = h.n_layer = 4;
+  h.n_head = 4;
+  h.n_head_kv = 2;
+  h.head_dim_k = h.head_dim_v = 64;
+  h.n_rot = 16;
+  h.rope_sections = {3, 3, 2, 0};
+  h.rope_freq_base = 1e7f;
+  h.rms_eps = 1e-6f;
+  h.n_expert = 8;
+  h.n_expert_used = 2;
+  h.n_ff_exp = 256;
+  h.n_ff_shexp = 256;
+  h.ssm_d_conv = 4;
+  h.ssm_d_state = 64;
+  h.ssm_n_group = 2;
+  h.ssm_dt_rank = 4;
+  h.ssm_d_inner = 256;
+  h.full_attn_interval = 4;
+  return h;
+}
+
+HParams TinyLlamaHParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 512;
+  h.n_embd = 64;
+  h.n_layer_all = h.n_layer = 2;
+  h.n_head = 8;
+  h.n_head_kv = 4;
+  h.head_dim_k = h.head_dim_v = 8;
+  h.n_rot = 8;
+  h.n_ff = 172;
+  h.rms_eps = 1e-5f;
+  return h;
+}
+
+HParams Qwen3_30BA3BShape(uint32_t n_layer) {
+  HParams h = TinyQwen3MoeHParams();
+  h.n_vocab = 151936;
+  h.n_ctx_train = 40960;
+  h.n_embd = 2048;
+  h.n_layer_all = h.n_layer = n_layer;
+  h.n_head = 32;
+  h.n_head_kv = 4;
+  h.head_dim_k = h.head_dim_v = 128;
+  h.n_rot = 128;
+  h.n_ff = 6144;
+  h.n_expert = 128;
+  h.n_expert_used = 8;
+  h.n_ff_exp = 768;
+  return h;
+}
+
+HParams Qwen36_35BA3BShape(uint32_t groups) {
+  HParams h = TinyQwen35MoeHParams();
+  h.n_vocab = 248320;
+  h.n_ctx_train = 262144;
+  h.n_embd = 2048;
+  h.n_layer_all = h.n_layer = 4 * groups;
+  h.n_head = 16;
+  h.n_head_kv = 2;
+  h.head_dim_k = h.head_dim_v = 256;
+  h.n_rot = 64;
+  h.rope_sections = {11, 11, 10, 0};
+  h.n_expert = 256;
+  h.n_expert_used = 8;
+  h.n_ff_exp = 512;
+  h.n_ff_shexp = 512;
+  h.ssm_d_conv = 4;
+  h.ssm_d_state = 128;
+  h.ssm_n_group = 16;
+  h.ssm_dt_rank = 32;
+  h.ssm_d_inner = 4096;
+  return h;
+}
+
+Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
+  if (spec.arch == Arch::kVocabOnly) return InvalidArgument("a synthetic model needs an architecture with weights");
+  GgufBuilder b;
+  HParams hp = spec.hp;
+  const std::string a(ArchName(spec.arch));
+  b.String("general.architecture", a).String("general.name", spec.name);
+
+  if (!spec.tokenizer_gguf.empty()) {
+    STRATA_ASSIGN_OR_RETURN(gguf::GgufModel tm, gguf::GgufModel::Open(spec.tokenizer_gguf));
+    gguf::ParsedGguf only_tokenizer;
+    for (const auto& kv : tm.metadata())
+      if (StartsWith(kv.key, "tokenizer.")) only_tokenizer.kv.push_back(kv);
+    b.CopyMetadata(only_tokenizer);
+    const gguf::KeyValue* toks = tm.Find("tokenizer.ggml.tokens");
+    if (!toks || !toks->value.is_array()) return InvalidArgument(spec.tokenizer_gguf + ": no token list");
+    hp.n_vocab = static_cast<uint32_t>(toks->value.count);
+  } else {
+    BuiltInTokenizer(b, hp.n_vocab);
+  }
+
+  // Hyperparameters as converters write them (u32 counts, f32 floats).
+  b.U32(a + ".context_length", hp.n_ctx_train).U32(a + ".embedding_length", hp.n_embd);
+  b.U32(a + ".block_count", hp.n_layer_all).U32(a + ".attention.head_count", hp.n_head);
+  b.U32(a + ".attention.head_count_kv", hp.n_head_kv);
+  b.U32(a + ".attention.key_length", hp.head_dim_k).U32(a + ".attention.value_length", hp.head_dim_v);
+  b.U32(a + ".rope.dimension_count", hp.n_rot).F32(a + ".rope.freq_base", hp.rope_freq_base);
+  b.F32(a + ".attention.layer_norm_rms_epsilon", hp.rms_eps);
+  if (spec.arch == Arch::kLlama || hp.n_ff) b.U32(a + ".feed_forward_length", hp.n_ff);
+  if (spec.arch != Arch::kLlama) {
+    b.U32(a + ".expert_count", hp.n_expert).U32(a + ".expert_used_count", hp.n_expert_used);
+    b.U32(a + ".expert_feed_forward_length", hp.n_ff_exp);
+  }
+  if (spec.arch == Arch::kQwen35Moe) {
+    b.U32(a + ".expert_shared_feed_forward_length", hp.n_ff_shexp);
+    b.I32Array(a + ".rope.dimension_sections", std::vector<int32_t>(hp.rope_sections.begin(), hp.rope_sections.end()));
+    b.U32(a + ".ssm.conv_kernel", hp.ssm_d_conv).U32(a + ".ssm.state_size", hp.ssm_d_state);
+    b.U32(a + ".ssm.group_count", hp.ssm_n_group).U32(a + ".ssm.time_step_rank", hp.ssm_dt_rank);
+    b.U32(a + ".ssm.inner_size", hp.ssm_d_inner).U32(a + ".full_attention_interval", hp.full_attn_interval);
+    b.U32(a + ".nextn_predict_layers", hp.nextn_predict_layers);
+  }
+  hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
+  Status check = CheckHParams(spec.arch, hp);
+  if (!check.ok()) return check;
+
+  std::mt19937_64 rng(spec.seed);
+  for (const ExpectedTensor& e : ExpectedTensors(GetArchSpec(spec.arch), hp)) {
+    if (e.spec->optional) continue;
+    std::vector<int64_t> ne(e.shape.begin(), e.shape.end());
+    uint64_t count = 1;
+    for (uint64_t d : e.shape) count *= d;
+    const int64_t row = ne[0];
+    const TensorRole role = e.spec->role;
+    if (e.spec->types == TypeRule::kF32Only) {
+      std::vector<float> v;
+      switch (role) {
+        case TensorRole::kSsmA: v = Normal(rng, count, 0.0f, 0.5f); for (float& x : v) x = -std::exp(x); break;
+        case TensorRole::kSsmDtBias: v = Normal(rng, count, 0.0f, 0.5f); break;
+        case TensorRole::kSsmConv1d: v = Normal(rng, count, 0.0f, 0.3f); break;
+        case TensorRole::kFfnGateInpShexp: v = Normal(rng, count, 0.0f, 0.05f); break;
+        default: v = Normal(rng, count, 1.0f, 0.05f); break;  // norm weights
+      }
+      b.TensorF32(e.name, ne, v);
+      continue;
+    }
+    GgmlType type = spec.matrix_type;
+    if (role == TensorRole::kFfnGateInp) type = spec.router_type;
+    if (auto it = spec.type_by_role.find(role); it != spec.type_by_role.end()) type = it->second;
+    if (row % TypeInfo(type).block_elems != 0) type = GgmlType::kF16;  // shapes the type cannot hold
+    float scale = spec.weight_scale;
+    if (role == TensorRole::kTokenEmbd) scale = 1.0f;  // embeddings are not normalized before the first norm
+    std::vector<float> v = Normal(rng, count, 0.0f, scale);
+    if (role == TensorRole::kTokenEmbd && !spec.router_skew.empty())
+      for (uint64_t r = 0; r < count / static_cast<uint64_t>(row); ++r) v[r * row] += 8.0f;
+    if (role == TensorRole::kFfnGateInp) {
+      for (float& x : v) x *= 10.0f;  // routers have larger logits
+      for (const auto& [expert, gain] : spec.router_skew)
+        if (expert < hp.n_expert) v[expert * row] = gain;
+    }
+    b.Tensor(e.name, type, ne, Encode(type, v, row, rng, scale));
+  }
+  return b;
+}
+
+void BreakRemoveNextnKey(GgufBuilder& b) { b.Remove("qwen35moe.nextn_predict_layers"); }
+
+void BreakShexpGate2D(GgufBuilder& b, uint32_t n_layer, uint32_t n_embd) {
+  for (uint32_t il = 0; il < n_layer; ++il)
+    b.ReshapeTensor(StrFormat("blk.%u.ffn_gate_inp_shexp.weight", il), {static_cast<int64_t>(n_embd), 1});
+}
+
+}  // namespace strata::testing

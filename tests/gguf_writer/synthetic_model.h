@@ -1,0 +1,57 @@
+#pragma once
+// Synthetic GGUF models for tests, benchmarks and the built-in default:
+// any supported architecture, any type per tensor, generated from the
+// architecture spec itself (so the writer and the checks cannot drift), with
+// seeded random weights and either a built-in byte-level BPE tokenizer or the
+// tokenizer of a real GGUF.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/arch/arch_spec.h"
+#include "tests/gguf_writer/gguf_builder.h"
+
+namespace strata::testing {
+
+struct SyntheticModelSpec {
+  Arch arch = Arch::kQwen3Moe;
+  HParams hp;            // n_vocab is replaced by the tokenizer's size when one is copied
+  uint64_t seed = 1;
+  GgmlType matrix_type = GgmlType::kQ8_0;             // default type of matrices
+  std::map<TensorRole, GgmlType> type_by_role;        // overrides per role
+  GgmlType router_type = GgmlType::kF32;              // ffn_gate_inp, as llama-quantize leaves it
+  float weight_scale = 0.02f;
+  // Tokenizer: the tokenizer.* keys of this GGUF (e.g. ggml-vocab-qwen2.gguf),
+  // or empty for the built-in byte-level BPE vocabulary (256 byte tokens,
+  // <|endoftext|>, <|im_start|>, <|im_end|>, padded to hp.n_vocab).
+  std::string tokenizer_gguf;
+  // A deliberately skewed router (for expert profiles): every token
+  // embedding gets a large constant in dimension 0, and the router row of
+  // each listed expert gets `gain` there, so those experts win for most tokens.
+  std::map<uint32_t, float> router_skew;
+  std::string name = "strata-synthetic";
+};
+
+// Hyperparameter presets.
+HParams TinyQwen3MoeHParams();    // the conformance fixture's shape
+HParams TinyQwen35MoeHParams();   // the conformance fixture's shape
+HParams TinyLlamaHParams();
+// Qwen3-30B-A3B's layer shapes with `n_layer` layers (vocab 151936).
+HParams Qwen3_30BA3BShape(uint32_t n_layer);
+// Qwen3.6-35B-A3B's layer shapes with `groups` groups of 3 delta-net + 1
+// attention layers (vocab 248320).
+HParams Qwen36_35BA3BShape(uint32_t groups);
+
+// Builds the GGUF. Errors: unknown preset values, a tokenizer GGUF that
+// cannot be read.
+Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec);
+
+// The two hand patches of seeds/000 done in reverse, on a qwen35moe builder:
+// drop qwen35moe.nextn_predict_layers; store every ffn_gate_inp_shexp as [n, 1].
+void BreakRemoveNextnKey(GgufBuilder& b);
+void BreakShexpGate2D(GgufBuilder& b, uint32_t n_layer, uint32_t n_embd);
+
+}  // namespace strata::testing
