@@ -8,6 +8,14 @@ BUILD_DIR=${1:-build-ci/fuzz}
 SECONDS_EACH=${2:-60}
 DATA=${STRATA_DATA_DIR:-../shared/data}
 shopt -s nullglob
+# Seeds for the pack reader: small packs of the conformance fixtures.
+if [[ -x "$BUILD_DIR/packer/strata-pack" && -d "$DATA/conformance" ]]; then
+  mkdir -p "$BUILD_DIR/fuzz-seeds/packs"
+  for g in stories260k-q8_0 qwen3moe-q2_0 qwen35moe-q4_k_m; do
+    [[ -f "$BUILD_DIR/fuzz-seeds/packs/$g.strata" ]] ||
+      "$BUILD_DIR/packer/strata-pack" "$DATA/conformance/$g.gguf" -o "$BUILD_DIR/fuzz-seeds/packs/$g.strata" >/dev/null
+  done
+fi
 for bin in "$BUILD_DIR"/tests/*_fuzz; do
   name=$(basename "$bin")
   corpus="$BUILD_DIR/fuzz-corpus/$name"

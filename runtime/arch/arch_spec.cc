@@ -8,27 +8,27 @@ namespace strata {
 namespace {
 
 // --- dimension expressions -------------------------------------------------
-#define DIM(name, expr) \
-  constexpr DimExpr name { #expr, [](const HParams& h) -> uint64_t { return (expr); } }
+#define DIM(name, text, expr) \
+  constexpr DimExpr name { text, [](const HParams& h) -> uint64_t { return (expr); } }
 using u64 = uint64_t;
-DIM(kE, u64{h.n_embd});
-DIM(kE2, 2 * u64{h.n_embd});
-DIM(kV, u64{h.n_vocab});
-DIM(kFf, u64{h.n_ff});
-DIM(kQ, u64{h.n_head} * h.head_dim_k);
-DIM(kQGate, 2 * u64{h.n_head} * h.head_dim_k);
-DIM(kKv, u64{h.n_head_kv} * h.head_dim_k);
-DIM(kVv, u64{h.n_head_kv} * h.head_dim_v);
-DIM(kOut, u64{h.n_head} * h.head_dim_v);
-DIM(kHdK, u64{h.head_dim_k});
-DIM(kNExp, u64{h.n_expert});
-DIM(kFfExp, u64{h.n_ff_exp});
-DIM(kFfSh, u64{h.n_ff_shexp});
-DIM(kSsmConvDim, 2 * u64{h.ssm_n_group} * h.ssm_d_state + h.ssm_d_inner);
-DIM(kSsmKernel, u64{h.ssm_d_conv});
-DIM(kSsmInner, u64{h.ssm_d_inner});
-DIM(kSsmVHeads, u64{h.ssm_dt_rank});
-DIM(kSsmState, u64{h.ssm_d_state});
+DIM(kE, "n_embd", u64{h.n_embd});
+DIM(kE2, "2*n_embd", 2 * u64{h.n_embd});
+DIM(kV, "n_vocab", u64{h.n_vocab});
+DIM(kFf, "n_ff", u64{h.n_ff});
+DIM(kQ, "n_head*head_dim_k", u64{h.n_head} * h.head_dim_k);
+DIM(kQGate, "2*n_head*head_dim_k", 2 * u64{h.n_head} * h.head_dim_k);
+DIM(kKv, "n_head_kv*head_dim_k", u64{h.n_head_kv} * h.head_dim_k);
+DIM(kVv, "n_head_kv*head_dim_v", u64{h.n_head_kv} * h.head_dim_v);
+DIM(kOut, "n_head*head_dim_v", u64{h.n_head} * h.head_dim_v);
+DIM(kHdK, "head_dim_k", u64{h.head_dim_k});
+DIM(kNExp, "n_expert", u64{h.n_expert});
+DIM(kFfExp, "n_ff_exp", u64{h.n_ff_exp});
+DIM(kFfSh, "n_ff_shexp", u64{h.n_ff_shexp});
+DIM(kSsmConvDim, "2*ssm_n_group*ssm_d_state+ssm_d_inner", 2 * u64{h.ssm_n_group} * h.ssm_d_state + h.ssm_d_inner);
+DIM(kSsmKernel, "ssm_d_conv", u64{h.ssm_d_conv});
+DIM(kSsmInner, "ssm_d_inner", u64{h.ssm_d_inner});
+DIM(kSsmVHeads, "ssm_dt_rank", u64{h.ssm_dt_rank});
+DIM(kSsmState, "ssm_d_state", u64{h.ssm_d_state});
 #undef DIM
 constexpr DimExpr kNone{"", [](const HParams&) -> uint64_t { return 1; }};
 

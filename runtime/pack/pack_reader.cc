@@ -71,6 +71,8 @@ HParams HParamsFromManifest(const fb::HyperParams& f) {
 Result<std::unique_ptr<Pack>> Pack::Open(const std::string& path, const PackOpenOptions& options) {
   std::unique_ptr<Pack> p(new Pack());
   STRATA_ASSIGN_OR_RETURN(p->file_, MappedFile::Open(path));
+  p->name_ = path;
+  p->bytes_ = p->file_.bytes();
   STRATA_RETURN_IF_ERROR(p->Load());
   if (options.verify_checksums) {
     ChecksumReport r = p->VerifyChecksums(options.threads);
@@ -79,13 +81,21 @@ Result<std::unique_ptr<Pack>> Pack::Open(const std::string& path, const PackOpen
   return p;
 }
 
+Result<std::unique_ptr<Pack>> Pack::FromBytes(const std::string& name, std::span<const uint8_t> bytes) {
+  std::unique_ptr<Pack> p(new Pack());
+  p->name_ = name;
+  p->bytes_ = bytes;
+  STRATA_RETURN_IF_ERROR(p->Load());
+  return p;
+}
+
 std::span<const uint8_t> Pack::manifest_bytes() const {
-  return file_.bytes().subspan(header_.manifest_offset, header_.manifest_size);
+  return bytes_.subspan(header_.manifest_offset, header_.manifest_size);
 }
 
 Status Pack::Load() {
-  const std::string& name = file_.path();
-  STRATA_ASSIGN_OR_RETURN(header_, pack::DecodeHeader(name, file_.bytes()));
+  const std::string& name = name_;
+  STRATA_ASSIGN_OR_RETURN(header_, pack::DecodeHeader(name, bytes_));
 
   // --- manifest: checksum, then the FlatBuffers verifier, before any field is read.
   std::span<const uint8_t> mb = manifest_bytes();
@@ -204,7 +214,7 @@ Status Pack::Load() {
                  StrFormat("%" PRIu64 " bytes (%s %s)", *nb, std::string(ti->name).c_str(),
                            ShapeText({v.shape.data(), v.rank}).c_str()),
                  U64(b->size()));
-    v.data = file_.bytes().subspan(b->offset(), b->size());
+    v.data = bytes_.subspan(b->offset(), b->size());
     v.expert_count = t->expert_count();
     v.expert_stride = t->expert_stride();
     if (v.expert_count > 0) {
@@ -300,7 +310,7 @@ ChecksumReport Pack::VerifyChecksums(int threads) const {
   auto work = [&] {
     for (uint32_t k; (k = next.fetch_add(1)) < n;) {
       const fb::Blob* b = blobs->Get(order[k]);
-      uint64_t got = XXH3_64bits(file_.data() + b->offset(), b->size());
+      uint64_t got = XXH3_64bits(bytes_.data() + b->offset(), b->size());
       bytes += b->size();
       if (got != b->xxh3()) {
         std::string who;
@@ -309,7 +319,7 @@ ChecksumReport Pack::VerifyChecksums(int threads) const {
         std::lock_guard<std::mutex> lock(mu);
         r.failures.push_back(StrFormat("%s: blob %u%s at byte %" PRIu64 ": checksum: expected XXH3 %016" PRIx64
                                        ", found %016" PRIx64 " (the weights are corrupt)",
-                                       file_.path().c_str(), order[k], who.c_str(), b->offset(), b->xxh3(), got));
+                                       name_.c_str(), order[k], who.c_str(), b->offset(), b->xxh3(), got));
       }
     }
   };

@@ -65,12 +65,15 @@ struct ChecksumReport {
 class Pack {
  public:
   static Result<std::unique_ptr<Pack>> Open(const std::string& path, const PackOpenOptions& options = {});
+  // The same checks on bytes already in memory (tests, fuzzing). The caller
+  // keeps `bytes` alive as long as the Pack.
+  static Result<std::unique_ptr<Pack>> FromBytes(const std::string& name, std::span<const uint8_t> bytes);
 
-  const std::string& path() const { return file_.path(); }
-  uint64_t file_size() const { return file_.size(); }
+  const std::string& path() const { return name_; }
+  uint64_t file_size() const { return bytes_.size(); }
   const pack::PackHeader& header() const { return header_; }
   const fb::Manifest& manifest() const { return *manifest_; }
-  std::span<const uint8_t> file_bytes() const { return file_.bytes(); }
+  std::span<const uint8_t> file_bytes() const { return bytes_; }
   std::span<const uint8_t> manifest_bytes() const;
 
   Arch arch() const { return arch_; }
@@ -87,7 +90,9 @@ class Pack {
  private:
   Pack() = default;
   Status Load();
-  MappedFile file_;
+  MappedFile file_;                 // empty for FromBytes
+  std::string name_;
+  std::span<const uint8_t> bytes_;  // the whole pack
   pack::PackHeader header_;
   const fb::Manifest* manifest_ = nullptr;
   Arch arch_ = Arch::kVocabOnly;

@@ -1,0 +1,542 @@
+// The pack: every real GGUF packs, validates and reads back byte for byte;
+// the broken fixtures pack with their fixes; packing is deterministic; and
+// every kind of corruption is caught with its own message.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <cstring>
+#include <random>
+
+#include "packer/gguf/gguf_file.h"
+#include "packer/tokenizer_import.h"
+#include "runtime/pack/pack_format.h"
+#include "runtime/pack/pack_reader.h"
+#include "runtime/pack/pack_vocab.h"
+#include "tests/gguf_writer/synthetic_model.h"
+#include "tests/testing/pack_edit.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/test_data.h"
+#include "validate/validator.h"
+
+namespace strata {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::PackFile;
+using testing::ReadBytes;
+using testing::RewriteManifest;
+using testing::WriteBytes;
+
+std::vector<std::string> Ggufs(const std::string& sub) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(testing::SharedFile(sub), ec)) {
+    std::string p = e.path().string();
+    if (e.path().extension() != ".gguf") continue;
+    if (p.find("-00002-of-") != std::string::npos) continue;  // opened through shard 1
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Stem(const std::string& p) { return std::filesystem::path(p).stem().string(); }
+
+// Packs every model GGUF, validates it, and compares every tensor's bytes
+// with the GGUF's (a squeezed shape keeps the same bytes).
+TEST(Pack, EveryModelGgufPacksValidatesAndReadsBack) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("models/stories260K.gguf"));
+  std::string dir = testing::ScratchDir("pack_every_model");
+  auto files = Ggufs("conformance");
+  for (const auto& f : Ggufs("models")) files.push_back(f);
+  ASSERT_GE(files.size(), 15u);
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    std::string out = dir + "/" + Stem(f) + ".strata";
+    auto r = PackFile(f, out);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ValidateReport rep = ValidatePack(out, {});
+    ASSERT_TRUE(rep.ok()) << ValidateReportText(rep);
+    auto pack = Pack::Open(out);
+    ASSERT_TRUE(pack.ok()) << pack.status().message();
+    auto g = gguf::GgufModel::Open(f);
+    ASSERT_TRUE(g.ok());
+    ASSERT_EQ((*pack)->tensors().size(), g->tensors().size());
+    for (const TensorView& t : (*pack)->tensors()) {
+      const gguf::TensorInfo* gt = g->FindTensor(t.name);
+      ASSERT_NE(gt, nullptr) << t.name;
+      auto src = g->TensorData(*gt);
+      ASSERT_EQ(t.type, gt->type) << t.name;
+      ASSERT_EQ(t.data.size(), src.size()) << t.name;
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), t.data.begin())) << t.name;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data.data()) % 4096, 0u) << t.name;
+    }
+  }
+}
+
+TEST(Pack, EveryVocabOnlyGgufPacksAndItsVocabularyRoundTrips) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("tokenizer/ggml-vocab-qwen2.gguf"));
+  std::string dir = testing::ScratchDir("pack_vocab_only");
+  auto files = Ggufs("tokenizer");
+  ASSERT_GE(files.size(), 15u);
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    std::string out = dir + "/" + Stem(f) + ".strata";
+    auto r = PackFile(f, out);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->arch, Arch::kVocabOnly);
+    ValidateReport rep = ValidatePack(out, {});
+    ASSERT_TRUE(rep.ok()) << ValidateReportText(rep);
+    auto pack = Pack::Open(out);
+    ASSERT_TRUE(pack.ok());
+    auto back = VocabFromManifest(*(*pack)->manifest().tokenizer(), out);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    const tokenizer::Vocab& v = r->vocab;
+    EXPECT_EQ(back->tokens, v.tokens);
+    EXPECT_EQ(back->merges, v.merges);
+    EXPECT_EQ(back->scores, v.scores);
+    EXPECT_EQ(back->types, v.types);
+    EXPECT_EQ(back->special.bos, v.special.bos);
+    EXPECT_EQ(back->special.eos, v.special.eos);
+    EXPECT_EQ(back->eog_ids, v.eog_ids);
+    EXPECT_EQ(back->pre, v.pre);
+    EXPECT_EQ(back->add_bos, v.add_bos);
+    EXPECT_EQ(back->chat_template, v.chat_template);
+  }
+}
+
+// The two broken qwen35moe fixtures (seeds/000's hand patches, reversed).
+TEST(Pack, BrokenFixturesPackWithFixesAndEqualTheUnbrokenModel) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen35moe-q4_k_m.gguf"));
+  std::string dir = testing::ScratchDir("pack_broken");
+  auto good = PackFile(testing::SharedFile("conformance/qwen35moe-q4_k_m.gguf"), dir + "/good.strata");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  struct Case {
+    const char* file;
+    const char* kind;
+    const char* location;
+    size_t count;
+  } cases[] = {
+      {"qwen35moe-q4_k_m-broken-no-nextn-key", "default", "qwen35moe.nextn_predict_layers", 1},
+      {"qwen35moe-q4_k_m-broken-shexp-gate-2d", "squeeze-dims", ".ffn_gate_inp_shexp.weight", 4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    std::string out = dir + "/" + c.file + ".strata";
+    auto r = PackFile(testing::SharedFile(std::string("conformance/") + c.file + ".gguf"), out);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    size_t n = 0;
+    for (const Fix& f : r->log.fixes)
+      if (f.kind == c.kind && f.location.find(c.location) != std::string::npos) ++n;
+    EXPECT_EQ(n, c.count);
+    auto p = Pack::Open(out);
+    auto q = Pack::Open(dir + "/good.strata");
+    ASSERT_TRUE(p.ok() && q.ok());
+    // The fixes are in the pack itself.
+    size_t in_pack = 0;
+    for (const auto* f : *(*p)->manifest().fixes())
+      if (f->kind()->str() == c.kind && f->location()->str().find(c.location) != std::string::npos) ++in_pack;
+    EXPECT_EQ(in_pack, c.count);
+    ASSERT_EQ((*p)->tensors().size(), (*q)->tensors().size());
+    for (size_t i = 0; i < (*p)->tensors().size(); ++i) {
+      const TensorView& a = (*p)->tensors()[i];
+      const TensorView& b = (*q)->tensors()[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.shape, b.shape) << a.name;
+      EXPECT_TRUE(std::equal(a.data.begin(), a.data.end(), b.data.begin(), b.data.end())) << a.name;
+    }
+    EXPECT_EQ((*p)->hparams().nextn_predict_layers, 0u);
+    EXPECT_EQ((*p)->hparams().n_layer, (*q)->hparams().n_layer);
+  }
+}
+
+TEST(Pack, SameInputSameBytes) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen3moe-q4_k_m.gguf"));
+  std::string dir = testing::ScratchDir("pack_deterministic");
+  for (const char* f : {"conformance/qwen3moe-q4_k_m.gguf", "tokenizer/ggml-vocab-qwen2.gguf"}) {
+    ASSERT_TRUE(PackFile(testing::SharedFile(f), dir + "/a.strata").ok());
+    ASSERT_TRUE(PackFile(testing::SharedFile(f), dir + "/b-with-another-name.strata").ok());
+    EXPECT_EQ(ReadBytes(dir + "/a.strata"), ReadBytes(dir + "/b-with-another-name.strata")) << f;
+  }
+  // No temporary file is left behind.
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(Pack, SplitModelPacksToTheSameTensorsAsTheUnsplitOne) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen3moe-q4_k_m-split-00001-of-00002.gguf"));
+  std::string dir = testing::ScratchDir("pack_split");
+  ASSERT_TRUE(PackFile(testing::SharedFile("conformance/qwen3moe-q4_k_m-split-00001-of-00002.gguf"), dir + "/s.strata").ok());
+  ASSERT_TRUE(PackFile(testing::SharedFile("conformance/qwen3moe-q4_k_m.gguf"), dir + "/u.strata").ok());
+  auto s = Pack::Open(dir + "/s.strata");
+  auto u = Pack::Open(dir + "/u.strata");
+  ASSERT_TRUE(s.ok() && u.ok());
+  // Everything but the provenance (file names) is identical: same blobs at the same offsets.
+  EXPECT_EQ((*s)->header().manifest_offset, (*u)->header().manifest_offset);
+  auto sb = (*s)->file_bytes(), ub = (*u)->file_bytes();
+  EXPECT_TRUE(std::equal(sb.begin() + 4096, sb.begin() + static_cast<long>((*s)->header().manifest_offset),
+                         ub.begin() + 4096));
+  EXPECT_EQ((*s)->manifest().provenance()->sources()->size(), 2u);
+}
+
+// ---------------------------------------------------------------------------
+// Corruption
+
+class PackCorruption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = testing::SharedFile("conformance/stories260k-q8_0.gguf");
+    if (!FileExists(path_)) GTEST_SKIP() << "needs " << path_;
+    dir_ = testing::ScratchDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    good_ = dir_ + "/good.strata";
+    auto r = PackFile(path_, good_);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    bytes_ = ReadBytes(good_);
+    auto h = pack::DecodeHeader(good_, bytes_);
+    ASSERT_TRUE(h.ok());
+    header_ = *h;
+  }
+  Result<std::unique_ptr<Pack>> OpenBytes(const std::vector<uint8_t>& b) { return Pack::FromBytes("t.strata", b); }
+  std::string dir_, good_, path_;
+  std::vector<uint8_t> bytes_;
+  pack::PackHeader header_;
+};
+
+TEST_F(PackCorruption, EverySingleByteChangeInTheHeaderIsDetected) {
+  for (uint32_t i = 0; i < pack::kHeaderSize; ++i) {
+    for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}}) {
+      auto b = bytes_;
+      b[i] ^= flip;
+      auto p = OpenBytes(b);
+      ASSERT_FALSE(p.ok()) << "header byte " << i;
+      EXPECT_THAT(p.status().message(), ::testing::AnyOf(HasSubstr("header checksum"), HasSubstr("pack magic"),
+                                                         HasSubstr("format")))
+          << i;
+    }
+  }
+}
+
+TEST_F(PackCorruption, EverySingleByteChangeInTheManifestIsDetected) {
+  for (uint64_t i = header_.manifest_offset; i < header_.file_size; ++i) {
+    auto b = bytes_;
+    b[i] ^= 0x20;
+    auto p = OpenBytes(b);
+    ASSERT_FALSE(p.ok()) << "manifest byte " << i;
+    EXPECT_THAT(p.status().message(), HasSubstr("manifest checksum")) << i;
+  }
+}
+
+TEST_F(PackCorruption, BlobByteChangesFailTheChecksumNamingTheTensor) {
+  auto p0 = OpenBytes(bytes_);
+  ASSERT_TRUE(p0.ok());
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    const TensorView& t = (*p0)->tensors()[rng() % (*p0)->tensors().size()];
+    uint64_t at = static_cast<uint64_t>(t.data.data() - bytes_.data()) + rng() % t.data.size();
+    auto b = bytes_;
+    b[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    auto p = OpenBytes(b);
+    ASSERT_TRUE(p.ok()) << "blob bytes are not read at open";
+    ChecksumReport cr = (*p)->VerifyChecksums(2);
+    ASSERT_EQ(cr.failures.size(), 1u);
+    EXPECT_THAT(cr.failures[0], AllOf(HasSubstr("tensor '" + std::string(t.name) + "'"), HasSubstr("checksum")));
+  }
+  // Through the validator, too.
+  auto b = bytes_;
+  b[static_cast<size_t>((*p0)->tensors()[3].data.data() - bytes_.data())] ^= 1;
+  ASSERT_TRUE(WriteBytes(dir_ + "/bad.strata", b).ok());
+  ValidateReport rep = ValidatePack(dir_ + "/bad.strata", {});
+  EXPECT_FALSE(rep.ok());
+  auto r = testing::RunProgram("strata-validate", {dir_ + "/bad.strata"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, AllOf(HasSubstr("FAIL checksums"), HasSubstr("NOT SOUND")));
+}
+
+TEST_F(PackCorruption, NonZeroPaddingIsCaughtByTheValidator) {
+  auto p0 = OpenBytes(bytes_);
+  ASSERT_TRUE(p0.ok());
+  const TensorView& t = (*p0)->tensors()[0];
+  uint64_t pad = static_cast<uint64_t>(t.data.data() - bytes_.data()) + t.data.size() + 10;
+  auto b = bytes_;
+  b[pad] = 0x5A;
+  ASSERT_TRUE(WriteBytes(dir_ + "/pad.strata", b).ok());
+  EXPECT_TRUE(Pack::Open(dir_ + "/pad.strata").ok());
+  ValidateReport rep = ValidatePack(dir_ + "/pad.strata", {});
+  EXPECT_FALSE(rep.ok());
+  bool found = false;
+  for (const auto& c : rep.checks)
+    if (c.name == "zero-bytes") {
+      found = true;
+      EXPECT_FALSE(c.ok);
+      EXPECT_THAT(c.detail, HasSubstr("byte " + std::to_string(pad) + " = 0x5a"));
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(PackCorruption, TruncationAtAnyPointIsDetected) {
+  std::vector<uint64_t> cuts = {0, 1, 8, 64, 127, 128, 4095, 4096, header_.manifest_offset - 1,
+                                header_.manifest_offset, header_.file_size - 1};
+  for (uint64_t c = 129; c < header_.file_size; c += 997) cuts.push_back(c);
+  for (uint64_t c : cuts) {
+    std::vector<uint8_t> b(bytes_.begin(), bytes_.begin() + static_cast<long>(c));
+    auto p = OpenBytes(b);
+    ASSERT_FALSE(p.ok()) << "truncated at " << c;
+    if (c >= pack::kHeaderSize) {
+      EXPECT_THAT(p.status().message(), HasSubstr("(truncated)")) << c;
+    }
+  }
+  auto b = bytes_;
+  b.push_back(0);
+  auto p = OpenBytes(b);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("bytes appended"));
+}
+
+TEST_F(PackCorruption, BadBlobsInAnOtherwiseValidManifestAreRefused) {
+  struct Case {
+    const char* name;
+    std::function<void(fb::ManifestT&)> edit;
+    std::vector<std::string> expect;
+  } cases[] = {
+      {"overlapping", [](fb::ManifestT& m) { m.blobs[2]->offset = m.blobs[1]->offset; },
+       {"blob 2 offset", "blobs overlap or are out of order"}},
+      {"misaligned", [](fb::ManifestT& m) { m.blobs[1]->offset += 64; }, {"blob 1 offset", "a multiple of 4096"}},
+      {"short", [](fb::ManifestT& m) { m.blobs[5]->size -= 34; }, {"blob size", "expected", "found"}},
+      {"out_of_file", [](fb::ManifestT& m) { m.blobs.back()->offset += 1ull << 30; },
+       {"inside the blob region"}},
+      {"size_overflow", [](fb::ManifestT& m) { m.blobs.back()->size = UINT64_MAX - 10; }, {"beyond 2^64"}},
+      {"blob_index", [](fb::ManifestT& m) { m.tensors[0]->blob = 100000; }, {"blob: expected an index below"}},
+      {"shared_blob", [](fb::ManifestT& m) { m.tensors[1]->blob = m.tensors[0]->blob; },
+       {"a blob no other tensor uses"}},
+      {"bad_type", [](fb::ManifestT& m) { m.tensors[0]->type = 4; }, {"type", "removed from ggml"}},
+      {"bad_shape", [](fb::ManifestT& m) { m.tensors[0]->shape[1] += 1; }, {"blob size"}},
+      {"spec_shape", [](fb::ManifestT& m) {
+         // A consistent tensor whose shape the llama spec does not allow.
+         for (auto& t : m.tensors)
+           if (t->name == "output_norm.weight") t->role = static_cast<uint16_t>(TensorRole::kAttnNorm);
+       },
+       {"output_norm.weight", "role"}},
+      {"missing_tensor", [](fb::ManifestT& m) {
+         m.tensors.erase(m.tensors.begin() + 5);
+         m.blobs.erase(m.blobs.begin() + 5);
+         for (size_t i = 5; i < m.tensors.size(); ++i) m.tensors[i]->blob -= 1;
+       },
+       {"the llama spec requires it"}},
+      {"hparams", [](fb::ManifestT& m) { m.hparams->n_head_kv = 3; }, {"head_count_kv", "a divisor"}},
+      {"vocab_count", [](fb::ManifestT& m) { m.tokenizer->n_tokens += 1; }, {"tokenizer.n_tokens"}},
+      {"format", [](fb::ManifestT& m) { m.format_major = 2; }, {"format_major"}},
+      {"arch", [](fb::ManifestT& m) { m.arch = static_cast<fb::Arch>(9); }, {"architecture id 9"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string out = dir_ + "/" + c.name + ".strata";
+    ASSERT_TRUE(RewriteManifest(good_, out, c.edit).ok());
+    auto p = Pack::Open(out);
+    ASSERT_FALSE(p.ok()) << c.name;
+    for (const auto& e : c.expect) EXPECT_THAT(p.status().message(), HasSubstr(e)) << c.name;
+    ValidateReport rep = ValidatePack(out, {});
+    EXPECT_FALSE(rep.ok());
+  }
+  // An unedited rewrite is still sound (the helper itself is not what fails).
+  ASSERT_TRUE(RewriteManifest(good_, dir_ + "/same.strata", [](fb::ManifestT&) {}).ok());
+  EXPECT_TRUE(Pack::Open(dir_ + "/same.strata").ok());
+}
+
+TEST_F(PackCorruption, CorruptTokenizerSectionIsCaughtWhenLoaded) {
+  std::string out = dir_ + "/tok.strata";
+  ASSERT_TRUE(RewriteManifest(good_, out, [](fb::ManifestT& m) { m.tokenizer->token_bytes->xxh3 ^= 1; }).ok());
+  auto p = Pack::Open(out);
+  ASSERT_TRUE(p.ok());
+  auto v = VocabFromManifest(*(*p)->manifest().tokenizer(), out);
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), AllOf(HasSubstr("token_bytes"), HasSubstr("checksum")));
+  EXPECT_FALSE(ValidatePack(out, {}).ok());
+}
+
+TEST_F(PackCorruption, NewerMajorVersionIsReportedAsSuch) {
+  auto b = bytes_;
+  b[pack::off::kFormatMajor] = 2;
+  testing::FixHeaderChecksum(b);
+  auto p = OpenBytes(b);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(p.status().message(), HasSubstr("pack format 2.0 is newer than this build reads"));
+  auto g = testing::ReadBytes(path_);
+  auto q = OpenBytes(g);
+  ASSERT_FALSE(q.ok());
+  EXPECT_THAT(q.status().message(), HasSubstr("this is a GGUF file"));
+}
+
+// ---------------------------------------------------------------------------
+// Refusals, overrides, and the command line
+
+TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
+  std::string dir = testing::ScratchDir("pack_refusals");
+  testing::SyntheticModelSpec s;
+  s.hp = testing::TinyQwen3MoeHParams();
+  struct Case {
+    const char* name;
+    std::function<void(testing::GgufBuilder&)> edit;
+    std::vector<std::string> expect;
+  } cases[] = {
+      {"missing_key", [](testing::GgufBuilder& b) { b.Remove("qwen3moe.expert_count"); },
+       {"qwen3moe.expert_count", "required key missing", "--set qwen3moe.expert_count=VALUE"}},
+      {"wrong_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.attn_k.weight", {256, 64}); },
+       {"blk.1.attn_k.weight", "shape: expected [256 (n_embd), 128 (n_head_kv*head_dim_k)], found [256, 64]"}},
+      {"missing_tensor", [](testing::GgufBuilder& b) { b.RemoveTensor("blk.2.ffn_up_exps.weight"); },
+       {"blk.2.ffn_up_exps.weight", "missing"}},
+      {"unknown_tensor", [](testing::GgufBuilder& b) { b.TensorF32("blk.0.extra.weight", {4}, {1, 2, 3, 4}); },
+       {"blk.0.extra.weight", "not a tensor of the qwen3moe spec", "--drop-unknown-tensors"}},
+      {"norm_quantized", [](testing::GgufBuilder& b) {
+         b.Tensor("blk.0.attn_norm.weight", GgmlType::kQ8_0, {256}, std::vector<uint8_t>(8 * 34, 0));
+       },
+       {"blk.0.attn_norm.weight", "type: expected F32, found Q8_0"}},
+      {"signed_negative", [](testing::GgufBuilder& b) { b.I32("qwen3moe.expert_used_count", -2); },
+       {"qwen3moe.expert_used_count", "unsigned 32-bit", "i32 -2"}},
+      {"unsupported_arch", [](testing::GgufBuilder& b) { b.String("general.architecture", "mamba"); },
+       {"architecture 'mamba' is not supported"}},
+      {"rope_scaling", [](testing::GgufBuilder& b) { b.String("qwen3moe.rope.scaling.type", "yarn"); },
+       {"RoPE scaling", "does not implement"}},
+      {"f64_inexact", [](testing::GgufBuilder& b) { b.F64("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6); },
+       {"f32 cannot hold exactly", "--allow-unsafe-fixes"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    c.edit(*b);
+    std::string gguf = dir + "/" + c.name + ".gguf";
+    ASSERT_TRUE(b->WriteFile(gguf).ok());
+    std::string out = dir + "/" + c.name + ".strata";
+    auto r = PackFile(gguf, out);
+    ASSERT_FALSE(r.ok());
+    for (const auto& e : c.expect) EXPECT_THAT(r.status().message() + " " + [&] {
+      // All refusals, not only the first.
+      auto m = gguf::GgufModel::Open(gguf);
+      PackOptions o;
+      o.dry_run = true;
+      auto rr = PackModel(*m, o);
+      std::string all;
+      if (rr.ok())
+        for (const auto& f : rr->log.refusals) all += f.location + ": " + f.message + " | " + f.override_flag + "\n";
+      return all;
+    }(), HasSubstr(e)) << c.name;
+    EXPECT_FALSE(FileExists(out)) << c.name;
+  }
+}
+
+TEST(PackRefusals, SafeNormalizationsAreAppliedAndRecorded) {
+  std::string dir = testing::ScratchDir("pack_fixes");
+  testing::SyntheticModelSpec s;
+  s.hp = testing::TinyQwen3MoeHParams();
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  b->U16("qwen3moe.block_count", 3);            // narrower integer
+  b->I64("qwen3moe.expert_count", 8);           // signed, wider
+  b->F64("qwen3moe.rope.freq_base", 1000000.0);  // f64 that f32 holds exactly
+  b->Remove("qwen3moe.rope.dimension_count");    // a documented default
+  std::vector<uint8_t> f16(256 * 2);
+  for (size_t i = 0; i < 256; ++i) f16[2 * i + 1] = 0x3c;  // 1.0 in F16
+  b->Tensor("blk.0.ffn_norm.weight", GgmlType::kF16, {256}, f16);
+  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+  auto r = PackFile(dir + "/m.gguf", dir + "/m.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<std::string, std::string> kinds;
+  for (const Fix& f : r->log.fixes) kinds[f.location] = f.kind + ": " + f.before + " -> " + f.after;
+  EXPECT_EQ(kinds["qwen3moe.block_count"], "integer-type: u16 3 -> u32 3");
+  EXPECT_EQ(kinds["qwen3moe.expert_count"], "integer-type: i64 8 -> u32 8");
+  EXPECT_EQ(kinds["qwen3moe.rope.freq_base"], "float-type: f64 1e+06 -> f32 1000000");
+  EXPECT_THAT(kinds["qwen3moe.rope.dimension_count"], HasSubstr("default: absent -> u32 64 (attention.key_length)"));
+  EXPECT_EQ(kinds["blk.0.ffn_norm.weight"], "widen-type: F16 -> F32");
+  // A default that the tensors contradict is refused, not applied: without
+  // attention.key_length, the default head width n_embd / n_head = 32 does not
+  // fit attn_q's 512 rows.
+  b->Remove("qwen3moe.attention.key_length");
+  ASSERT_TRUE(b->WriteFile(dir + "/m2.gguf").ok());
+  auto bad = PackFile(dir + "/m2.gguf", dir + "/m2.strata");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("blk.0.attn_q.weight: shape: expected [256 (n_embd), 256 (n_head*head_dim_k)], found [256, 512]"));
+  auto p = Pack::Open(dir + "/m.strata");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const TensorView* t = (*p)->Find("blk.0.ffn_norm.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->type, GgmlType::kF32);
+  float v;
+  std::memcpy(&v, t->data.data() + 400, 4);
+  EXPECT_EQ(v, 1.0f);
+}
+
+TEST(PackRefusals, SetOverridesAKeyAndMtpTensorsWithoutTheKeyAreRefused) {
+  std::string dir = testing::ScratchDir("pack_set");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen35Moe;
+  s.hp = testing::TinyQwen35MoeHParams();
+  s.hp.n_layer_all = 5;  // 4 main layers + 1 MTP layer
+  s.hp.nextn_predict_layers = 1;
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_TRUE(b->WriteFile(dir + "/mtp.gguf").ok());
+  auto r = PackFile(dir + "/mtp.gguf", dir + "/mtp.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->hparams.n_layer, 4u);
+  EXPECT_EQ(r->hparams.nextn_predict_layers, 1u);
+  auto p = Pack::Open(dir + "/mtp.strata");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NE((*p)->Find("blk.4.nextn.eh_proj.weight"), nullptr);
+  // seeds/000 in reverse: the key is gone but the MTP tensors are there.
+  testing::BreakRemoveNextnKey(*b);
+  ASSERT_TRUE(b->WriteFile(dir + "/mtp-nokey.gguf").ok());
+  auto bad = PackFile(dir + "/mtp-nokey.gguf", dir + "/x.strata");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("MTP tensors"));
+  PackOptions o;
+  o.overrides = {{"qwen35moe.nextn_predict_layers", "1"}};
+  auto fixed = PackFile(dir + "/mtp-nokey.gguf", dir + "/fixed.strata", o);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  bool recorded = false;
+  for (const Fix& f : fixed->log.fixes) recorded |= f.kind == "user-override" && f.after == "u32 1";
+  EXPECT_TRUE(recorded);
+  auto a = Pack::Open(dir + "/fixed.strata");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_EQ((*a)->tensors().size(), (*p)->tensors().size());
+  for (size_t i = 0; i < (*a)->tensors().size(); ++i)
+    EXPECT_TRUE(std::equal((*a)->tensors()[i].data.begin(), (*a)->tensors()[i].data.end(),
+                           (*p)->tensors()[i].data.begin(), (*p)->tensors()[i].data.end()));
+}
+
+TEST(PackCli, JsonDryRunAndExitCodes) {
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen35moe-q4_k_m-broken-shexp-gate-2d.gguf"));
+  std::string dir = testing::ScratchDir("pack_cli");
+  std::string in = testing::SharedFile("conformance/qwen35moe-q4_k_m-broken-shexp-gate-2d.gguf");
+  auto dry = testing::RunProgram("strata-pack", {in, "--dry-run", "--json"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  auto j = nlohmann::json::parse(dry.out);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_FALSE(j["written"].get<bool>());
+  EXPECT_EQ(j["fixes"].size(), 7u);
+  auto lint = testing::RunProgram("strata-validate", {"--gguf", in});
+  EXPECT_EQ(lint.exit_code, 0);
+  EXPECT_THAT(lint.out, AllOf(HasSubstr("squeeze-dims"), HasSubstr("packable")));
+  auto w = testing::RunProgram("strata-pack", {in, "-o", dir + "/p.strata"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_THAT(w.out, AllOf(HasSubstr("fixes      7 applied"), HasSubstr("wrote")));
+  auto v = testing::RunProgram("strata-validate", {dir + "/p.strata", "--json"});
+  ASSERT_EQ(v.exit_code, 0) << v.out;
+  auto vj = nlohmann::json::parse(v.out);
+  EXPECT_TRUE(vj["ok"].get<bool>());
+  EXPECT_EQ(vj["checks"].size(), 5u);
+  auto none = testing::RunProgram("strata-pack", {in});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("no output"));
+  auto missing = testing::RunProgram("strata-validate", {dir + "/nope.strata"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.out, HasSubstr("no such file"));
+}
+
+}  // namespace
+}  // namespace strata
