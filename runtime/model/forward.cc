@@ -252,9 +252,5 @@ Status Forward(const Model& model, MatMulBackend& backend, SequenceState& state,
   return Status::Ok();
 }
 
-Status GatedDeltaNet(const Model& model, MatMulBackend&, SequenceState&, int32_t, int64_t, const float*, float*) {
-  return Unsupported(StrFormat("%s: gated delta-net layers (qwen35moe) are not implemented in this build yet",
-                               model.pack().path().c_str()));
-}
 
 }  // namespace strata
