@@ -4,6 +4,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/tokenizer/tokenizer_data.h"
+#include "runtime/tokenizer/unicode.h"
 
 namespace strata::tokenizer {
 namespace {
@@ -25,6 +26,15 @@ std::string SpmText(std::string_view fragment, bool space_prefix) {
       s += c;
   }
   return s;
+}
+
+// True if `token` has U+2581 right after a character that is not U+2581.
+bool HasSpaceAfterOtherChar(const std::string& token) {
+  constexpr std::string_view kSpace = "\xE2\x96\x81";
+  for (size_t at = token.find(kSpace, 1); at != std::string::npos; at = token.find(kSpace, at + 1)) {
+    if (at < kSpace.size() || std::string_view(token).substr(at - kSpace.size(), kSpace.size()) != kSpace) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -66,8 +76,12 @@ std::shared_ptr<const TokenizerData> BuildTokenizerData(const Vocab& vocab) {
     }
   }
 
+  d->byte_symbol_ids.fill(kNoToken);
+  if (v.model == VocabModel::kBpe)
+    for (int b = 0; b < 256; ++b) d->byte_symbol_ids[static_cast<size_t>(b)] = d->Find(ByteToUnicode(static_cast<uint8_t>(b)));
   d->byte_tokens.fill(kNoToken);
   if (v.model == VocabModel::kSpm) {
+    d->spm_words_split_at_space = std::none_of(v.tokens.begin(), v.tokens.end(), HasSpaceAfterOtherChar);
     // llama.cpp's byte_to_token: <0xHH> (upper-case hex), else the byte itself.
     for (int b = 0; b < 256; ++b) {
       int32_t id = d->Find(StrFormat("<0x%02X>", b));

@@ -5,6 +5,7 @@
 // lives behind a shared_ptr).
 
 #include <array>
+#include <span>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,9 +39,14 @@ struct TokenizerData {
   };
   std::unordered_map<uint64_t, Merge> merges;
   PreTokenizerInfo pre{};
+  // BPE: the token of each byte's symbol in GPT-2's alphabet (kNoToken if absent).
+  std::array<int32_t, 256> byte_symbol_ids{};
 
   // SPM: the <0xHH> token of each byte (kNoToken if absent).
   std::array<int32_t, 256> byte_tokens{};
+  // SPM: no token has U+2581 right after another character, so no merge can
+  // cross the start of a "\u2581word" and words can be merged one by one.
+  bool spm_words_split_at_space = false;
   // WPM: longest token text in bytes.
   size_t max_token_bytes = 0;
 
