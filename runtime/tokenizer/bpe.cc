@@ -42,8 +42,8 @@ struct BigramOrder {  // top of the heap: lowest rank, then leftmost
   }
 };
 
-// Scratch state for one EncodeBpe call. Words repeat a lot in real text, so
-// the ids of each distinct word are computed once per call (a pure function
+// Scratch state for one Encode call, shared by its fragments. Words repeat a
+// lot in real text, so the ids of each distinct word are computed once per call (a pure function
 // of the word, so the output is the same as merging every occurrence).
 class BpeSession {
  public:
@@ -145,11 +145,17 @@ class BpeSession {
 
 }  // namespace
 
-void EncodeBpe(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out) {
-  std::vector<std::string> words;
-  PreTokenize(d.pre.kind, text, &words);
+void EncodeBpe(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out) {
   BpeSession session(d);
-  for (const std::string& w : words) session.Word(w, out);
+  std::vector<std::string> words;
+  for (const Fragment& f : fragments) {
+    if (f.token != kNoToken) {
+      out->push_back(f.token);
+      continue;
+    }
+    PreTokenize(d.pre.kind, f.text, &words);
+    for (const std::string& w : words) session.Word(w, out);
+  }
 }
 
 }  // namespace strata::tokenizer

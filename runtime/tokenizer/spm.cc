@@ -47,11 +47,14 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+// Scratch state for one Encode call, shared by its fragments.
 class SpmSession {
  public:
-  SpmSession(const TokenizerData& d, std::string_view text) : d_(d), text_(text) {}
+  explicit SpmSession(const TokenizerData& d) : d_(d) {}
 
-  void Run(std::vector<int32_t>* out) {
+  // `text` is one fragment, spaces already escaped.
+  void Run(std::string_view text, std::vector<int32_t>* out) {
+    text_ = text;
     // Characters by lead byte over the whole text (a character may swallow
     // bytes of the next U+2581 when the input is not valid UTF-8).
     std::vector<uint32_t> starts;
@@ -139,7 +142,7 @@ class SpmSession {
   }
 
   const TokenizerData& d_;
-  const std::string_view text_;
+  std::string_view text_;
   std::vector<Symbol> symbols_;
   std::vector<Bigram> heap_;
   std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
@@ -147,8 +150,29 @@ class SpmSession {
 
 }  // namespace
 
-void EncodeSpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out) {
-  SpmSession(d, text).Run(out);
+void EncodeSpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out) {
+  SpmSession session(d);
+  bool prev_special = true;  // the first text fragment gets the space prefix too
+  std::string text;
+  for (const Fragment& f : fragments) {
+    if (f.token != kNoToken) {
+      out->push_back(f.token);
+      prev_special = true;
+      continue;
+    }
+    // " " before the fragment (after BOS or a special token), then every
+    // space escaped to U+2581.
+    text.clear();
+    if (d.vocab.add_space_prefix && prev_special) text += kEscapedSpace;
+    for (char c : f.text) {
+      if (c == ' ')
+        text += kEscapedSpace;
+      else
+        text += c;
+    }
+    session.Run(text, out);
+    prev_special = false;
+  }
 }
 
 }  // namespace strata::tokenizer

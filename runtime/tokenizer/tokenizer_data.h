@@ -77,10 +77,12 @@ struct Fragment {
 // every occurrence in the remaining raw fragments becomes a token fragment.
 std::vector<Fragment> PartitionSpecial(const TokenizerData& d, std::string_view text, bool parse_special);
 
-// The three algorithms; each appends the ids for one raw fragment.
-void EncodeSpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
-void EncodeBpe(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
-void EncodeWpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
+// The three algorithms. Each appends the ids of the fragments of one input,
+// in order: token fragments as they are, raw text tokenized (with caches
+// shared by all fragments of the call).
+void EncodeSpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
+void EncodeBpe(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
+void EncodeWpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
 
 // The piece of one token with special = true (before caching).
 std::string BuildPiece(const TokenizerData& d, int32_t id);
