@@ -138,6 +138,38 @@ TEST(TokenizerSpm, SpacePrefixAfterSpecialTokens) {
   EXPECT_EQ(t->Decode(t->Encode("\xFF ok", false, false)), "\xFF\u2581ok");
 }
 
+// SPM merges word by word when no token can span the start of a "\u2581word".
+// A vocabulary with one extra token that breaks that rule (and can never be
+// formed: no two-symbol token leads to it) takes the whole-text path; both
+// must give the same ids on the conformance strings, long mixed text and
+// invalid UTF-8.
+TEST(TokenizerSpm, WordByWordMergingEqualsWholeTextMerging) {
+  const std::string gguf = SharedFile("tokenizer/ggml-vocab-llama-spm.gguf");
+  STRATA_REQUIRE_SHARED_FILE(gguf);
+  auto split = SharedTokenizer("tokenizer/ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(split.ok());
+  Vocab v = split->vocab();
+  v.tokens.push_back("Q\xE2\x96\x81\xF0");
+  v.types.push_back(TokenType::kNormal);
+  v.scores.push_back(0.0f);
+  auto whole = Tokenizer::Create(v);
+  ASSERT_TRUE(whole.ok());
+  auto cases = testing::ReadTokenizerCases(gguf + ".inp", gguf + ".out");
+  ASSERT_TRUE(cases.ok());
+  std::vector<std::string> texts;
+  std::string all;
+  for (const auto& c : *cases) {
+    texts.push_back(c.text);
+    all += c.text + " \xFF\xE2 \xC3";
+  }
+  texts.push_back(all);
+  texts.push_back("  a  b\xFF c\xE2\x96 \xF0 d");
+  for (const auto& t : texts) {
+    EXPECT_EQ(split->Encode(t, true, false), whole->Encode(t, true, false)) << t;
+    EXPECT_EQ(split->Encode(t, false, true), whole->Encode(t, false, true)) << t;
+  }
+}
+
 TEST(TokenizerBpe, InvalidUtf8BecomesReplacementCharacters) {
   STRATA_REQUIRE_SHARED_FILE(SharedFile("tokenizer/ggml-vocab-qwen2.gguf"));
   auto t = SharedTokenizer("tokenizer/ggml-vocab-qwen2.gguf");

@@ -4,6 +4,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/tokenizer/tokenizer_data.h"
+#include "runtime/tokenizer/unicode.h"
 
 namespace strata::tokenizer {
 namespace {
@@ -12,19 +13,13 @@ bool Contains(const std::vector<int32_t>& sorted, int32_t id) {
   return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
-// The text SPM sees for one raw fragment: optional leading space, then every
-// space escaped to U+2581.
-std::string SpmText(std::string_view fragment, bool space_prefix) {
-  std::string s;
-  s.reserve(fragment.size() + fragment.size() / 2 + 4);
-  if (space_prefix) s += "\xE2\x96\x81";
-  for (char c : fragment) {
-    if (c == ' ')
-      s += "\xE2\x96\x81";
-    else
-      s += c;
+// True if `token` has U+2581 right after a character that is not U+2581.
+bool HasSpaceAfterOtherChar(const std::string& token) {
+  constexpr std::string_view kSpace = "\xE2\x96\x81";
+  for (size_t at = token.find(kSpace, 1); at != std::string::npos; at = token.find(kSpace, at + 1)) {
+    if (at < kSpace.size() || std::string_view(token).substr(at - kSpace.size(), kSpace.size()) != kSpace) return true;
   }
-  return s;
+  return false;
 }
 
 }  // namespace
@@ -66,8 +61,12 @@ std::shared_ptr<const TokenizerData> BuildTokenizerData(const Vocab& vocab) {
     }
   }
 
+  d->byte_symbol_ids.fill(kNoToken);
+  if (v.model == VocabModel::kBpe)
+    for (int b = 0; b < 256; ++b) d->byte_symbol_ids[static_cast<size_t>(b)] = d->Find(ByteToUnicode(static_cast<uint8_t>(b)));
   d->byte_tokens.fill(kNoToken);
   if (v.model == VocabModel::kSpm) {
+    d->spm_words_split_at_space = std::none_of(v.tokens.begin(), v.tokens.end(), HasSpaceAfterOtherChar);
     // llama.cpp's byte_to_token: <0xHH> (upper-case hex), else the byte itself.
     for (int b = 0; b < 256; ++b) {
       int32_t id = d->Find(StrFormat("<0x%02X>", b));
@@ -99,40 +98,20 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special, 
   };
 
   switch (v.model) {
-    case VocabModel::kSpm: {
+    case VocabModel::kSpm:
       push_if(add_special && v.add_bos, v.special.bos);
-      bool prev_special = true;  // the first text fragment gets the space prefix too
-      for (const Fragment& f : fragments) {
-        if (f.token != kNoToken) {
-          out.push_back(f.token);
-          prev_special = true;
-          continue;
-        }
-        EncodeSpm(d, SpmText(f.text, v.add_space_prefix && prev_special), &out);
-        prev_special = false;
-      }
+      EncodeSpm(d, fragments, &out);
       push_if(add_special && v.add_eos, v.special.eos);
       break;
-    }
     case VocabModel::kBpe:
       push_if(add_special && v.add_bos, v.special.bos);
-      for (const Fragment& f : fragments) {
-        if (f.token != kNoToken)
-          out.push_back(f.token);
-        else
-          EncodeBpe(d, f.text, &out);
-      }
+      EncodeBpe(d, fragments, &out);
       push_if(add_special && v.add_eos, v.special.eos);
       break;
     case VocabModel::kWpm:
       // llama.cpp adds [CLS] (bos) and [SEP] for BERT regardless of add_bos/add_sep.
       push_if(add_special, v.special.bos);
-      for (const Fragment& f : fragments) {
-        if (f.token != kNoToken)
-          out.push_back(f.token);
-        else
-          EncodeWpm(d, f.text, &out);
-      }
+      EncodeWpm(d, fragments, &out);
       push_if(add_special, v.special.sep);
       break;
     case VocabModel::kNone:

@@ -5,6 +5,7 @@
 // lives behind a shared_ptr).
 
 #include <array>
+#include <span>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,9 +39,14 @@ struct TokenizerData {
   };
   std::unordered_map<uint64_t, Merge> merges;
   PreTokenizerInfo pre{};
+  // BPE: the token of each byte's symbol in GPT-2's alphabet (kNoToken if absent).
+  std::array<int32_t, 256> byte_symbol_ids{};
 
   // SPM: the <0xHH> token of each byte (kNoToken if absent).
   std::array<int32_t, 256> byte_tokens{};
+  // SPM: no token has U+2581 right after another character, so no merge can
+  // cross the start of a "\u2581word" and words can be merged one by one.
+  bool spm_words_split_at_space = false;
   // WPM: longest token text in bytes.
   size_t max_token_bytes = 0;
 
@@ -71,10 +77,12 @@ struct Fragment {
 // every occurrence in the remaining raw fragments becomes a token fragment.
 std::vector<Fragment> PartitionSpecial(const TokenizerData& d, std::string_view text, bool parse_special);
 
-// The three algorithms; each appends the ids for one raw fragment.
-void EncodeSpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
-void EncodeBpe(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
-void EncodeWpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out);
+// The three algorithms. Each appends the ids of the fragments of one input,
+// in order: token fragments as they are, raw text tokenized (with caches
+// shared by all fragments of the call).
+void EncodeSpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
+void EncodeBpe(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
+void EncodeWpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out);
 
 // The piece of one token with special = true (before caching).
 std::string BuildPiece(const TokenizerData& d, int32_t id);

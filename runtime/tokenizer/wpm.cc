@@ -50,9 +50,7 @@ std::vector<std::string> SplitWords(const Vocab& v, std::string_view text) {
   return words;
 }
 
-}  // namespace
-
-void EncodeWpm(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out) {
+void EncodeWpmText(const TokenizerData& d, std::string_view text, std::vector<int32_t>* out) {
   for (const std::string& word : SplitWords(d.vocab, text)) {
     if (word.empty()) continue;
     const std::string marked = "\xE2\x96\x81" + word;
@@ -76,6 +74,17 @@ void EncodeWpm(const TokenizerData& d, std::string_view text, std::vector<int32_
     }
     // llama.cpp pushes the unknown id even when there is none (-1); skipped here.
     if (out->size() == start_size && d.vocab.special.unk != kNoToken) out->push_back(d.vocab.special.unk);
+  }
+}
+
+}  // namespace
+
+void EncodeWpm(const TokenizerData& d, const std::vector<Fragment>& fragments, std::vector<int32_t>* out) {
+  for (const Fragment& f : fragments) {
+    if (f.token != kNoToken)
+      out->push_back(f.token);
+    else
+      EncodeWpmText(d, f.text, out);
   }
 }
 
