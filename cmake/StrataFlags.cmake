@@ -10,6 +10,12 @@ if(STRATA_WERROR)
   list(APPEND STRATA_WARNINGS -Werror)
 endif()
 
+# With STRATA_FUZZ, every library is instrumented for coverage so libFuzzer
+# gets feedback from the code under test, not only from the fuzz target.
+if(STRATA_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 if(STRATA_SANITIZE)
   add_compile_options(-fsanitize=${STRATA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${STRATA_SANITIZE})

@@ -42,7 +42,7 @@ std::string ProgramPath(const std::string& program) {
 CommandResult RunProgram(const std::string& program, const std::vector<std::string>& args,
                          const std::string& stdin_text) {
   static int counter = 0;
-  std::string dir = ScratchDir("run_command_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  std::string dir = ScratchDir("run_command_" + std::to_string(counter++));
   std::string out_path = dir + "/stdout", err_path = dir + "/stderr", in_path = dir + "/stdin";
   {
     std::ofstream in(in_path, std::ios::binary);

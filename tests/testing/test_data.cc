@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 namespace strata::testing {
 
@@ -12,12 +16,29 @@ std::string SharedDataDir() {
 
 std::string SharedFile(const std::string& relative) { return SharedDataDir() + "/" + relative; }
 
+namespace {
+// Scratch directories are per process (ctest runs test cases in parallel
+// processes) and removed when the process exits, unless STRATA_KEEP_SCRATCH=1.
+std::vector<std::string>& Created() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+void RemoveScratch() {
+  const char* keep = std::getenv("STRATA_KEEP_SCRATCH");
+  if (keep && std::string(keep) == "1") return;
+  std::error_code ec;
+  for (const auto& d : Created()) std::filesystem::remove_all(d, ec);
+}
+}  // namespace
+
 std::string ScratchDir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path p = fs::path(STRATA_BINARY_DIR) / "test-scratch" / name;
+  fs::path p = fs::path(STRATA_BINARY_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
+  if (Created().empty()) std::atexit(RemoveScratch);
+  Created().push_back(p.string());
   return p.string();
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // Where tests find ../shared/data and scratch space.
 
+#include <cstdlib>
 #include <string>
+
+#include "runtime/base/mapped_file.h"
 
 namespace strata::testing {
 
