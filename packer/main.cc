@@ -63,7 +63,8 @@ int Main(int argc, char** argv) {
   app.add_flag("--allow-unsafe-fixes", o.allow_unsafe_fixes,
                "apply fixes that are not provably safe (e.g. an f64 that f32 cannot hold exactly)");
   app.add_flag("--drop-unknown-tensors", o.drop_unknown_tensors, "leave out tensors the architecture does not use");
-  bool no_compress = false;
+  bool no_compress = false, no_probe = false;
+  app.add_flag("--no-probe", no_probe, "do not record a probe (reference-path logits strata-validate replays)");
   app.add_flag("--no-compress-tokenizer", no_compress, "store tokenizer sections uncompressed");
   try {
     app.parse(argc, argv);
@@ -71,6 +72,7 @@ int Main(int argc, char** argv) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   o.compress_tokenizer = !no_compress;
+  o.probe = !no_probe;
   for (const std::string& s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {

@@ -15,6 +15,7 @@ struct PackOptions {
   // --set KEY=VALUE: metadata overrides, applied before any check (recorded as fixes).
   std::vector<std::pair<std::string, std::string>> overrides;
   bool compress_tokenizer = true;     // zstd-compress large tokenizer sections
+  bool probe = true;                  // record a probe (reference-path logits) for strata-validate to replay
   int threads = 0;                    // 0: all cores
 
   // The options that change the pack's bytes, as recorded in its provenance.

@@ -3,12 +3,17 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "packer/hparams_import.h"
 #include "packer/pack_writer.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/base/strings.h"
+#include "runtime/model/backend.h"
+#include "runtime/model/probe.h"
+#include "runtime/tokenizer/tokenizer.h"
 #include "runtime/pack/pack_format.h"
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/quant/fp_convert.h"
@@ -78,6 +83,43 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
 
 std::string BaseName(const std::string& p) { return std::filesystem::path(p).filename().string(); }
 
+// The probe record: the reference path run on the planned tensors (which
+// are the bytes the pack will hold) before the pack is written.
+Result<ProbeData> ComputeProbe(const gguf::GgufModel& model, const PackResult& r) {
+  std::vector<TensorView> views;
+  std::vector<std::vector<float>> widened;
+  widened.reserve(r.plan.size());
+  for (const PlannedTensor& p : r.plan) {
+    TensorView v;
+    v.name = p.name;
+    v.role = p.role;
+    v.layer = p.layer;
+    v.type = p.type;
+    v.rank = static_cast<uint32_t>(p.shape.size());
+    for (size_t d = 0; d < p.shape.size(); ++d) v.shape[d] = p.shape[d];
+    v.row_bytes = p.row_bytes;
+    v.expert_count = p.expert_count;
+    v.expert_stride = p.expert_stride;
+    std::span<const uint8_t> src = model.TensorData(*p.source);
+    if (p.transform == TensorTransform::kWidenToF32) {
+      std::vector<float>& w = widened.emplace_back(src.size() / 2);
+      for (size_t i = 0; i < w.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, src.data() + 2 * i, 2);
+        w[i] = p.source->type == GgmlType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
+      }
+      v.data = {reinterpret_cast<const uint8_t*>(w.data()), w.size() * sizeof(float)};
+    } else {
+      v.data = src;
+    }
+    views.push_back(v);
+  }
+  STRATA_ASSIGN_OR_RETURN(Model m, Model::FromTensors(r.arch, r.hparams, views, "probe"));
+  STRATA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::Create(r.vocab));
+  ReferenceBackend backend;
+  return RecordProbe(m, backend, ProbePrompt(tok, r.hparams.n_vocab), 8);
+}
+
 }  // namespace
 
 std::vector<std::string> PackOptions::Recorded() const {
@@ -86,6 +128,7 @@ std::vector<std::string> PackOptions::Recorded() const {
   if (drop_unknown_tensors) r.push_back("--drop-unknown-tensors");
   for (const auto& [k, v] : overrides) r.push_back("--set " + k + "=" + v);
   if (!compress_tokenizer) r.push_back("--no-compress-tokenizer");
+  if (!probe) r.push_back("--no-probe");
   return r;
 }
 
@@ -138,7 +181,11 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   for (const auto& p : r.plan) r.weight_bytes += p.bytes;
   if (r.log.refused() || options.dry_run) return r;
 
-  // 4. Write.
+  // 4. The probe, then write.
+  std::optional<ProbeData> probe;
+  if (options.probe && r.arch != Arch::kVocabOnly) {
+    STRATA_ASSIGN_OR_RETURN(probe, ComputeProbe(model, r));
+  }
   STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output));
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::vector<flatbuffers::Offset<fb::Blob>> blobs;
@@ -193,6 +240,8 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   auto tensors_vec = b.CreateVector(tensors);
   auto blobs_vec = b.CreateVector(blobs);
   auto fixes_vec = b.CreateVector(fixes);
+  flatbuffers::Offset<fb::ProbeRecord> probe_rec;
+  if (probe) probe_rec = BuildProbe(b, *probe);
   fb::ManifestBuilder mb(b);
   mb.add_format_major(pack::kFormatMajor);
   mb.add_format_minor(pack::kFormatMinor);
@@ -204,6 +253,7 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   mb.add_blobs(blobs_vec);
   mb.add_provenance(provenance);
   mb.add_fixes(fixes_vec);
+  if (probe) mb.add_probe(probe_rec);
   fb::FinishManifestBuffer(b, mb.Finish());
   STRATA_RETURN_IF_ERROR(w.Finish({b.GetBufferPointer(), b.GetSize()}));
   r.pack_bytes = w.bytes_written();

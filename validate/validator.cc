@@ -6,6 +6,8 @@
 
 #include "packer/report.h"
 #include "runtime/base/strings.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/model/probe.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/quant/dequantize.h"
@@ -81,7 +83,7 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
     structure.detail = pack.status().message();
     structure.problems.push_back(pack.status().message());
     rep.checks.push_back(structure);
-    for (const char* n : {"checksums", "zero-bytes", "tokenizer", "kernel-coverage"})
+    for (const char* n : {"checksums", "zero-bytes", "tokenizer", "kernel-coverage", "probe-replay"})
       rep.checks.push_back(Skipped(n, "the pack's structure is not sound"));
     return rep;
   }
@@ -176,6 +178,35 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
   cov.ok = cov.problems.empty();
   cov.detail = cov.ok ? "every tensor's type has a CPU path" : cov.problems.front();
   rep.checks.push_back(cov);
+
+  // 6. Probe replay: the packer's reference-path logits, recomputed with this
+  // machine's fast kernels.
+  if (!m.probe()) {
+    rep.checks.push_back(Skipped("probe-replay", p.arch() == Arch::kVocabOnly ? "a vocab-only pack has no weights"
+                                                                             : "the pack has no probe record"));
+    return rep;
+  }
+  Timer t_probe;
+  CheckResult probe;
+  probe.name = "probe-replay";
+  auto model = Model::Create(p);
+  auto backend = model.ok() ? MakeBackend(*model, BackendKind::kFast, options.threads)
+                            : Result<std::unique_ptr<MatMulBackend>>(model.status());
+  if (!backend.ok()) {
+    probe.detail = backend.status().message();
+  } else {
+    auto replay = ReplayProbe(*model, **backend, ProbeFromManifest(*m.probe()));
+    if (!replay.ok()) {
+      probe.detail = replay.status().message();
+    } else {
+      probe.ok = replay->ok;
+      probe.detail = replay->detail;
+      rep.info["probe_max_abs_diff"] = replay->max_abs_diff;
+    }
+  }
+  if (!probe.ok) probe.problems.push_back(probe.detail);
+  probe.seconds = t_probe.Seconds();
+  rep.checks.push_back(probe);
   return rep;
 }
 

@@ -23,21 +23,31 @@ WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert) {
 Result<Model> Model::Create(const Pack& pack) {
   if (pack.arch() == Arch::kVocabOnly)
     return Unsupported(pack.path() + ": a vocab-only pack has no weights to run (it can only tokenize)");
+  return FromTensors(pack.arch(), pack.hparams(), pack.tensors(), pack.path());
+}
+
+Result<Model> Model::FromTensors(Arch arch, const HParams& hp, std::span<const TensorView> tensors,
+                                 const std::string& name) {
   Model m;
-  m.pack_ = &pack;
-  m.arch_ = pack.arch();
-  m.hp_ = pack.hparams();
+  m.name_ = name;
+  m.arch_ = arch;
+  m.hp_ = hp;
   m.layers_.resize(m.hp_.n_layer_all);
-  for (const TensorView& t : pack.tensors()) {
-    if (t.role >= TensorRole::kCount) continue;
+  for (const TensorView& t : tensors) {
+    if (t.role >= TensorRole::kCount || t.is_decode_copy) continue;
     if (t.layer < 0) m.global_[static_cast<size_t>(t.role)] = &t;
-    else if (pack.manifest().tensors()->Get(t.index)->is_decode_copy()) continue;
-    else m.layers_[static_cast<size_t>(t.layer)][static_cast<size_t>(t.role)] = &t;
+    else if (static_cast<uint32_t>(t.layer) < m.hp_.n_layer_all)
+      m.layers_[static_cast<size_t>(t.layer)][static_cast<size_t>(t.role)] = &t;
   }
-  // The pack reader proved every required tensor is present with its shape;
-  // these checks only guard against a spec/runtime mismatch (a Strata bug).
-  if (!m.Get(TensorRole::kTokenEmbd) || !m.Get(TensorRole::kOutputNorm))
-    return Internal(pack.path() + ": token_embd or output_norm missing after validation");
+  // Every role the forward pass reads must be there (a checked pack always has them).
+  auto need = [&](TensorRole r, int32_t il) -> Status {
+    const TensorView* t = il < 0 ? m.Get(r) : m.Get(il, r);
+    if (t) return Status::Ok();
+    return Internal(name + ": tensor " + std::string(TensorRoleName(r)) +
+                    (il < 0 ? "" : " of layer " + std::to_string(il)) + " is missing after validation");
+  };
+  STRATA_RETURN_IF_ERROR(need(TensorRole::kTokenEmbd, -1));
+  STRATA_RETURN_IF_ERROR(need(TensorRole::kOutputNorm, -1));
   return m;
 }
 

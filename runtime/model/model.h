@@ -29,8 +29,14 @@ class Model {
   // Resolves every tensor the forward pass needs. Errors if the pack is
   // vocab-only or a required role is missing (a validated pack never is).
   static Result<Model> Create(const Pack& pack);
+  // A model over tensor views that lie elsewhere (e.g. the packer's GGUF
+  // mapping, to compute the probe record before the pack exists). The views
+  // must have been checked against the architecture spec and must outlive
+  // the model.
+  static Result<Model> FromTensors(Arch arch, const HParams& hp, std::span<const TensorView> tensors,
+                                   const std::string& name);
 
-  const Pack& pack() const { return *pack_; }
+  const std::string& name() const { return name_; }
   Arch arch() const { return arch_; }
   const HParams& hp() const { return hp_; }
   const TensorView* Get(TensorRole role) const { return global_[static_cast<size_t>(role)]; }
@@ -43,7 +49,7 @@ class Model {
   static const float* F32(const TensorView* t) { return t ? reinterpret_cast<const float*>(t->data.data()) : nullptr; }
 
  private:
-  const Pack* pack_ = nullptr;
+  std::string name_;
   Arch arch_ = Arch::kVocabOnly;
   HParams hp_;
   std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)> global_{};

@@ -226,6 +226,7 @@ Status Pack::Load() {
       return bad(what + " expert_stride", "0 for a tensor that is not an expert tensor", U64(v.expert_stride));
     }
     v.decode_copy = t->decode_copy();
+    v.is_decode_copy = t->is_decode_copy();
     if (v.decode_copy < -1 || v.decode_copy >= static_cast<int32_t>(n_tensors) || v.decode_copy == static_cast<int32_t>(i))
       return bad(what + " decode_copy", StrFormat("-1 or another tensor's index below %u", n_tensors),
                  StrFormat("%d", v.decode_copy));

@@ -40,6 +40,7 @@ struct TensorView {
   uint64_t expert_stride = 0;   // bytes per expert
   std::span<const uint8_t> data;
   int32_t decode_copy = -1;     // index of a Q8_0 decode copy, or -1
+  bool is_decode_copy = false;  // this tensor is a decode copy of another
   uint32_t index = 0;           // index in the manifest's tensor table
 
   uint64_t rows() const { return shape[1] * shape[2] * shape[3]; }
