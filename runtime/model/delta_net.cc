@@ -24,8 +24,8 @@
 
 namespace strata {
 
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, SequenceState& state, int32_t il, int64_t n,
-                     const float* h, float* out) {
+Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<SequenceState* const> states, int32_t il,
+                     int64_t n, const float* h, float* out) {
   using R = TensorRole;
   const HParams& hp = model.hp();
   const int64_t n_k = hp.ssm_n_group, n_v = hp.ssm_dt_rank, dk = hp.ssm_d_state, dv = hp.ssm_d_state;
@@ -43,13 +43,13 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, SequenceState& 
   const float* dt_bias = Model::F32(model.Get(il, R::kSsmDtBias));
   const float* a = Model::F32(model.Get(il, R::kSsmA));
   const float* norm_w = Model::F32(model.Get(il, R::kSsmNorm));
-  float* conv_state = state.conv[il].data();  // [d_conv-1][conv_dim], oldest first
-  float* S = state.ssm[il].data();            // [n_v][dk][dv]: S[h][i][j] at (h*dk + i)*dv + j
 
   std::vector<float> x(static_cast<size_t>(conv_dim)), y(static_cast<size_t>(n * value_dim));
   std::vector<float> kv(static_cast<size_t>(dv)), d(static_cast<size_t>(dv));
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t t = 0; t < n; ++t) {
+    float* conv_state = states[t]->conv[il].data();  // [d_conv-1][conv_dim], oldest first
+    float* S = states[t]->ssm[il].data();            // [n_v][dk][dv]: S[h][i][j] at (h*dk + i)*dv + j
     const float* in = &qkv[t * conv_dim];
     // Causal depthwise convolution over [state..., current], then SiLU.
     for (int64_t c = 0; c < conv_dim; ++c) {

@@ -13,15 +13,20 @@ namespace {
 
 using R = TensorRole;
 
-// One forward call: n tokens starting at position pos0.
+// One forward call: n tokens of one or more sequences. Token t belongs to
+// sequence seq[t] and sits at position pos[t]; a sequence's tokens are
+// contiguous and in order.
 struct Pass {
   const Model& m;
   const HParams& hp;
   MatMulBackend& be;
-  SequenceState& st;
+  std::span<const SequenceBatch> batch;
   const ForwardOptions& opt;
   int64_t n;
-  int64_t pos0;
+  std::vector<int32_t> seq;
+  std::vector<int64_t> pos;
+
+  SequenceState& St(int64_t t) const { return *batch[static_cast<size_t>(seq[t])].state; }
 
   const TensorView* W(int32_t il, R role) const { return m.Get(il, role); }
   const float* F(int32_t il, R role) const { return Model::F32(m.Get(il, role)); }
@@ -34,7 +39,7 @@ struct Pass {
 // optional per-head QK RMSNorm, RoPE on the first n_rot dims, and the KV cache.
 void Attention(const Pass& p, int32_t il, const float* h, float* out) {
   const HParams& hp = p.hp;
-  const int64_t n = p.n, E = hp.n_embd, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const int64_t n = p.n, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
   const bool gated = p.m.arch() == Arch::kQwen35Moe;
   const int64_t q_width = (gated ? 2 : 1) * H * Dk;
   std::vector<float> qfull(static_cast<size_t>(n * q_width)), k(static_cast<size_t>(n * Hkv * Dk)),
@@ -55,28 +60,33 @@ void Attention(const Pass& p, int32_t il, const float* h, float* out) {
     for (int64_t hh = 0; hh < H; ++hh) {
       float* q = q_at(t, hh);
       if (q_norm) ops::RmsNorm(q, q_norm, Dk, hp.rms_eps);
-      rope(q, p.pos0 + t);
+      rope(q, p.pos[t]);
     }
     for (int64_t hh = 0; hh < Hkv; ++hh) {
       float* kk = k.data() + (t * Hkv + hh) * Dk;
       if (k_norm) ops::RmsNorm(kk, k_norm, Dk, hp.rms_eps);
-      rope(kk, p.pos0 + t);
+      rope(kk, p.pos[t]);
     }
   }
-  // Append to the cache.
-  float* K = p.st.k[il].data();
-  float* V = p.st.v[il].data();
-  std::memcpy(K + p.pos0 * Hkv * Dk, k.data(), k.size() * sizeof(float));
-  std::memcpy(V + p.pos0 * Hkv * Dv, v.data(), v.size() * sizeof(float));
+  // Append to each sequence's cache.
+  for (int64_t t = 0; t < n; ++t) {
+    SequenceState& st = p.St(t);
+    std::memcpy(st.k[il].data() + p.pos[t] * Hkv * Dk, &k[t * Hkv * Dk], Hkv * Dk * sizeof(float));
+    std::memcpy(st.v[il].data() + p.pos[t] * Hkv * Dv, &v[t * Hkv * Dv], Hkv * Dv * sizeof(float));
+  }
+  int64_t max_keys = 0;
+  for (int64_t t = 0; t < n; ++t) max_keys = std::max(max_keys, p.pos[t] + 1);
 
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
   std::vector<float> attn(static_cast<size_t>(n * H * Dv));
   p.be.ParallelFor(n * H, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(p.pos0 + n));
+    std::vector<float> scores(static_cast<size_t>(max_keys));
     for (int64_t job = begin; job < end; ++job) {
       const int64_t t = job / H, hh = job % H, kvh = hh / group;
-      const int64_t n_keys = p.pos0 + t + 1;  // causal
+      const int64_t n_keys = p.pos[t] + 1;  // causal
+      const float* K = p.St(t).k[il].data();
+      const float* V = p.St(t).v[il].data();
       const float* q = q_at(t, hh);
       for (int64_t j = 0; j < n_keys; ++j) {
         const float* kj = K + (j * Hkv + kvh) * Dk;
@@ -99,7 +109,6 @@ void Attention(const Pass& p, int32_t il, const float* h, float* out) {
     }
   });
   p.Mul(*p.W(il, R::kAttnOutput), attn.data(), out);
-  (void)E;
 }
 
 // --- feed-forward ------------------------------------------------------------
@@ -195,36 +204,60 @@ void SharedExpert(const Pass& p, int32_t il, const float* h, float* out) {
 
 }  // namespace
 
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, SequenceState& state, int32_t il, int64_t n,
-                     const float* h, float* out);
+// delta_net.cc: token t uses the recurrent state of states[t].
+Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<SequenceState* const> states, int32_t il,
+                     int64_t n, const float* h, float* out);
 
 Status Forward(const Model& model, MatMulBackend& backend, SequenceState& state, std::span<const int32_t> tokens,
                const ForwardOptions& options, std::vector<float>* logits) {
+  SequenceBatch b{&state, tokens, options.all_logits};
+  return ForwardBatch(model, backend, {&b, 1}, options, logits);
+}
+
+Status ForwardBatch(const Model& model, MatMulBackend& backend, std::span<const SequenceBatch> batch,
+                    const ForwardOptions& options, std::vector<float>* logits) {
   const HParams& hp = model.hp();
-  const int64_t n = static_cast<int64_t>(tokens.size());
+  Pass p{model, hp, backend, batch, options, 0, {}, {}};
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceBatch& sb = batch[s];
+    const int64_t n = static_cast<int64_t>(sb.tokens.size());
+    if (!sb.state) return Internal("ForwardBatch: a sequence without a state");
+    for (size_t o = 0; o < s; ++o)
+      if (batch[o].state == sb.state) return Internal("ForwardBatch: the same state twice in one batch");
+    if (n == 0) return InvalidArgument("no tokens to run");
+    if (sb.state->n_past + n > sb.state->n_ctx)
+      return InvalidArgument(StrFormat("%lld tokens at position %lld do not fit the context of %lld positions",
+                                       static_cast<long long>(n), static_cast<long long>(sb.state->n_past),
+                                       static_cast<long long>(sb.state->n_ctx)));
+    for (int64_t t = 0; t < n; ++t) {
+      if (sb.tokens[t] < 0 || static_cast<uint32_t>(sb.tokens[t]) >= hp.n_vocab)
+        return InvalidArgument(StrFormat("token id %d at index %lld is out of range (the vocabulary has %u tokens)",
+                                         sb.tokens[t], static_cast<long long>(t), hp.n_vocab));
+      p.seq.push_back(static_cast<int32_t>(s));
+      p.pos.push_back(sb.state->n_past + t);
+    }
+  }
+  const int64_t n = p.n = static_cast<int64_t>(p.seq.size());
   if (n == 0) return InvalidArgument("no tokens to run");
-  if (state.n_past + n > state.n_ctx)
-    return InvalidArgument(StrFormat("%lld tokens at position %lld do not fit the context of %lld positions",
-                                     static_cast<long long>(n), static_cast<long long>(state.n_past),
-                                     static_cast<long long>(state.n_ctx)));
-  for (int64_t t = 0; t < n; ++t)
-    if (tokens[t] < 0 || static_cast<uint32_t>(tokens[t]) >= hp.n_vocab)
-      return InvalidArgument(StrFormat("token id %d at index %lld is out of range (the vocabulary has %u tokens)",
-                                       tokens[t], static_cast<long long>(t), hp.n_vocab));
-  Pass p{model, hp, backend, state, options, n, state.n_past};
   const int64_t E = hp.n_embd;
+  std::vector<SequenceState*> states(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) states[t] = &p.St(t);
 
   // Token embeddings (a row lookup dequantizes exactly, as ggml_get_rows).
   std::vector<float> x(static_cast<size_t>(n * E)), h(static_cast<size_t>(n * E)), y(static_cast<size_t>(n * E));
   const TensorView& emb = *model.Get(R::kTokenEmbd);
-  for (int64_t t = 0; t < n; ++t) DequantizeRowUnchecked(emb.type, emb.Row(tokens[t]), &x[t * E], E);
+  {
+    int64_t t = 0;
+    for (const SequenceBatch& sb : batch)
+      for (int32_t id : sb.tokens) DequantizeRowUnchecked(emb.type, emb.Row(id), &x[t++ * E], E);
+  }
 
   for (uint32_t il_u = 0; il_u < hp.n_layer; ++il_u) {
     const int32_t il = static_cast<int32_t>(il_u);
     // Mixer: attention or gated delta-net.
     for (int64_t t = 0; t < n; ++t) ops::RmsNormTo(&x[t * E], p.F(il, R::kAttnNorm), E, hp.rms_eps, &h[t * E]);
     if (hp.IsRecurrentLayer(il_u)) {
-      STRATA_RETURN_IF_ERROR(GatedDeltaNet(model, backend, state, il, n, h.data(), y.data()));
+      STRATA_RETURN_IF_ERROR(GatedDeltaNet(model, backend, states, il, n, h.data(), y.data()));
     } else {
       Attention(p, il, h.data(), y.data());
     }
@@ -242,15 +275,21 @@ Status Forward(const Model& model, MatMulBackend& backend, SequenceState& state,
   }
 
   // Output head on the rows asked for.
-  const int64_t first = options.all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  for (int64_t t = first; t < n; ++t)
-    ops::RmsNormTo(&x[t * E], Model::F32(model.Get(R::kOutputNorm)), E, hp.rms_eps, &h[(t - first) * E]);
-  logits->resize(static_cast<size_t>(rows * hp.n_vocab));
-  backend.MatMul(Matrix(model.OutputHead()), h.data(), rows, logits->data());
-  state.n_past += n;
+  std::vector<int64_t> rows;
+  {
+    int64_t t = 0;
+    for (const SequenceBatch& sb : batch) {
+      const int64_t m = static_cast<int64_t>(sb.tokens.size());
+      for (int64_t i = (sb.all_logits ? 0 : m - 1); i < m; ++i) rows.push_back(t + i);
+      t += m;
+    }
+  }
+  for (size_t r = 0; r < rows.size(); ++r)
+    ops::RmsNormTo(&x[rows[r] * E], Model::F32(model.Get(R::kOutputNorm)), E, hp.rms_eps, &h[r * E]);
+  logits->resize(rows.size() * hp.n_vocab);
+  backend.MatMul(Matrix(model.OutputHead()), h.data(), static_cast<int64_t>(rows.size()), logits->data());
+  for (const SequenceBatch& sb : batch) sb.state->n_past += static_cast<int64_t>(sb.tokens.size());
   return Status::Ok();
 }
-
 
 }  // namespace strata

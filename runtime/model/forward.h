@@ -34,4 +34,18 @@ struct ForwardOptions {
 Status Forward(const Model& model, MatMulBackend& backend, SequenceState& state, std::span<const int32_t> tokens,
                const ForwardOptions& options, std::vector<float>* logits);
 
+// One sequence's part of a batch.
+struct SequenceBatch {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  // logits for every token of this sequence, not only its last
+};
+
+// Several sequences in one pass (continuous batching): every matrix product
+// runs once over the tokens of all sequences, attention and recurrent state
+// stay per sequence. Logits rows are written sequence by sequence, in order.
+// Each sequence's state must be distinct. On error no state changes.
+Status ForwardBatch(const Model& model, MatMulBackend& backend, std::span<const SequenceBatch> batch,
+                    const ForwardOptions& options, std::vector<float>* logits);
+
 }  // namespace strata

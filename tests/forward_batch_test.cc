@@ -1,0 +1,110 @@
+// ForwardBatch (continuous batching) computes, for each sequence, exactly
+// what running that sequence alone computes, whatever the other sequences
+// in the batch and however a prompt is split into chunks.
+
+#include <gtest/gtest.h>
+
+#include "runtime/model/backend.h"
+#include "runtime/model/forward.h"
+#include "runtime/pack/pack_reader.h"
+#include "tests/gguf_writer/synthetic_model.h"
+#include "tests/testing/pack_edit.h"
+#include "tests/testing/test_data.h"
+
+namespace strata {
+namespace {
+
+class ForwardBatchTest : public ::testing::TestWithParam<Arch> {
+ protected:
+  void SetUp() override {
+    std::string dir = testing::ScratchDir("forward_batch");
+    testing::SyntheticModelSpec s;
+    s.arch = GetParam();
+    s.hp = s.arch == Arch::kLlama      ? testing::TinyLlamaHParams()
+           : s.arch == Arch::kQwen3Moe ? testing::TinyQwen3MoeHParams()
+                                       : testing::TinyQwen35MoeHParams();
+    s.seed = 5;
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+    PackOptions o;
+    o.probe = false;
+    ASSERT_TRUE(testing::PackFile(dir + "/m.gguf", dir + "/m.strata", o).ok());
+    auto p = Pack::Open(dir + "/m.strata");
+    ASSERT_TRUE(p.ok());
+    pack_ = std::move(*p);
+    auto m = Model::Create(*pack_);
+    ASSERT_TRUE(m.ok());
+    model_ = std::make_unique<Model>(std::move(*m));
+  }
+
+  // Logits of every token of `ids`, run alone in chunks of `chunk` tokens.
+  std::vector<float> Alone(const std::vector<int32_t>& ids, size_t chunk) {
+    auto st = SequenceState::Create(model_->hp(), 64);
+    EXPECT_TRUE(st.ok());
+    std::vector<float> all, part;
+    ForwardOptions fo;
+    fo.all_logits = true;
+    for (size_t i = 0; i < ids.size(); i += chunk) {
+      size_t m = std::min(chunk, ids.size() - i);
+      EXPECT_TRUE(Forward(*model_, backend_, *st, std::span(ids).subspan(i, m), fo, &part).ok());
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  }
+
+  std::unique_ptr<Pack> pack_;
+  std::unique_ptr<Model> model_;
+  ReferenceBackend backend_;
+};
+
+TEST_P(ForwardBatchTest, SequencesInOneBatchEqualSequencesAlone) {
+  const uint32_t V = model_->hp().n_vocab;
+  std::vector<std::vector<int32_t>> seqs = {{1, 5, 9, 200, 3}, {7, 7, 7}, {300, 2, 40, 41, 42, 43, 44}};
+  std::vector<std::vector<float>> expect;
+  for (const auto& s : seqs) expect.push_back(Alone(s, s.size()));
+  // Chunking a prompt does not change its logits (KV cache and recurrent state carry over).
+  for (size_t c : {1, 2, 3}) EXPECT_EQ(Alone(seqs[2], c), expect[2]) << "chunk " << c;
+
+  // All three at once: first their first two tokens, then the rest.
+  std::vector<SequenceState> states;
+  for (size_t i = 0; i < seqs.size(); ++i) states.push_back(*SequenceState::Create(model_->hp(), 64));
+  std::vector<std::vector<float>> got(seqs.size());
+  for (int step = 0; step < 2; ++step) {
+    std::vector<SequenceBatch> batch;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      size_t from = step == 0 ? 0 : 2, to = step == 0 ? 2 : seqs[i].size();
+      if (to > from) batch.push_back({&states[i], std::span(seqs[i]).subspan(from, to - from), true});
+    }
+    std::vector<float> logits;
+    ForwardOptions fo;
+    ASSERT_TRUE(ForwardBatch(*model_, backend_, batch, fo, &logits).ok());
+    size_t off = 0;
+    for (const SequenceBatch& sb : batch) {
+      size_t i = static_cast<size_t>(&*sb.state - states.data());
+      got[i].insert(got[i].end(), logits.begin() + static_cast<long>(off),
+                    logits.begin() + static_cast<long>(off + sb.tokens.size() * V));
+      off += sb.tokens.size() * V;
+    }
+    EXPECT_EQ(off, logits.size());
+  }
+  for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(got[i], expect[i]) << "sequence " << i;
+}
+
+TEST_P(ForwardBatchTest, BadBatchesAreRefusedWithoutChangingState) {
+  auto a = SequenceState::Create(model_->hp(), 4);
+  ASSERT_TRUE(a.ok());
+  std::vector<int32_t> ok = {1, 2}, too_long = {1, 2, 3, 4, 5}, bad_id = {1, static_cast<int32_t>(model_->hp().n_vocab)};
+  std::vector<float> logits;
+  std::vector<SequenceBatch> twice = {{&*a, ok, false}, {&*a, ok, false}};
+  EXPECT_EQ(ForwardBatch(*model_, backend_, twice, {}, &logits).code(), StatusCode::kInternal);
+  EXPECT_EQ(Forward(*model_, backend_, *a, too_long, {}, &logits).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Forward(*model_, backend_, *a, bad_id, {}, &logits).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a->n_past, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchTest, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),
+                         [](const auto& param_info) { return std::string(ArchName(param_info.param)); });
+
+}  // namespace
+}  // namespace strata
