@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "packer/describe_arch.h"
 #include "packer/gguf/gguf_file.h"
 #include "packer/inspect.h"
 #include "packer/packer.h"
@@ -51,10 +52,10 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("strata-pack ") + kVersion);
   std::vector<std::string> inputs;
   PackOptions o;
-  bool inspect = false, json = false;
+  bool inspect = false, json = false, describe = false;
   std::vector<std::string> sets;
-  app.add_option("inputs", inputs, "GGUF file(s): one file, the first shard of a split model, or every shard")
-      ->required();
+  app.add_option("inputs", inputs, "GGUF file(s): one file, the first shard of a split model, or every shard");
+  app.add_flag("--describe-arch", describe, "print the architecture specs (keys, defaults, tensors) as Markdown");
   app.add_option("-o,--output", o.output, "the pack to write (written as OUTPUT.tmp-PID, renamed when complete)");
   app.add_flag("--inspect", inspect, "print a summary of the GGUF and exit (writes nothing)");
   app.add_flag("--json", json, "machine-readable output on stdout");
@@ -70,6 +71,14 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (describe) {
+    std::printf("%s", DescribeArchitecturesMarkdown().c_str());
+    return kExitOk;
+  }
+  if (inputs.empty()) {
+    std::fprintf(stderr, "strata-pack: no input: give a GGUF file (see --help)\n");
+    return kExitUsage;
   }
   o.compress_tokenizer = !no_compress;
   o.probe = !no_probe;
