@@ -29,6 +29,12 @@ function(strata_target_defaults target)
 endfunction()
 
 # Per-ISA compile flags. Kernel sources for one ISA are compiled with these and
-# only ever called after a CPUID check (runtime/kernels/cpu_features.h).
-set(STRATA_AVX2_FLAGS "-mavx2 -mfma -mf16c -mbmi2")
-set(STRATA_AVX512_FLAGS "-mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16")
+# only ever called after a CPUID check (runtime/kernels/cpu_features.h). The
+# AVX-512 level requires F, BW, VL, DQ and VNNI; nothing may use AVX512_BF16
+# (the flag is left out so the compiler cannot emit it either).
+# -ffp-contract=off: with FMA available GCC would otherwise fuse a separate
+# multiply and add (its C++ default is "fast"), and the SIMD activation
+# quantizers must round exactly like their scalar references. Kernels write
+# the fused multiply-adds they want explicitly.
+set(STRATA_AVX2_FLAGS "-mavx2 -mfma -mf16c -mbmi2 -ffp-contract=off")
+set(STRATA_AVX512_FLAGS "-mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -ffp-contract=off")

@@ -1,0 +1,14 @@
+// i-quant kernels (IQ4_XS, IQ3_S), AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products.
+// The kernels themselves are in x86_iquant_kernels.h.
+#define STRATA_KERNEL_NS avx2
+#include "runtime/kernels/x86_iquant_kernels.h"
+
+namespace strata::kernels {
+namespace {
+constexpr GemmKernel kEntries[] = {
+    {GgmlType::kIQ4_XS, ActFormat::kQ8_K, IsaLevel::kAvx2, &avx2::Gemm<avx2::Iq4XsKernel>, "avx2"},
+    {GgmlType::kIQ3_S, ActFormat::kQ8_K, IsaLevel::kAvx2, &avx2::Gemm<avx2::Iq3SKernel>, "avx2"},
+};
+}  // namespace
+constinit const GemmKernelTable kIQuantGemmAvx2 = {kEntries, static_cast<int>(sizeof(kEntries) / sizeof(kEntries[0]))};
+}  // namespace strata::kernels

@@ -1,0 +1,14 @@
+// i-quant kernels (IQ4_XS, IQ3_S), AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
+// The kernels themselves are in x86_iquant_kernels.h.
+#define STRATA_KERNEL_NS avx512
+#include "runtime/kernels/x86_iquant_kernels.h"
+
+namespace strata::kernels {
+namespace {
+constexpr GemmKernel kEntries[] = {
+    {GgmlType::kIQ4_XS, ActFormat::kQ8_K, IsaLevel::kAvx512, &avx512::Gemm<avx512::Iq4XsKernel>, "avx512-vnni"},
+    {GgmlType::kIQ3_S, ActFormat::kQ8_K, IsaLevel::kAvx512, &avx512::Gemm<avx512::Iq3SKernel>, "avx512-vnni"},
+};
+}  // namespace
+constinit const GemmKernelTable kIQuantGemmAvx512 = {kEntries, static_cast<int>(sizeof(kEntries) / sizeof(kEntries[0]))};
+}  // namespace strata::kernels

@@ -1,0 +1,18 @@
+// Q8_0-activation kernels (Q8_0, Q4_0, IQ4_NL, MXFP4, NVFP4, Q2_0), AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
+// The kernels themselves are in x86_legacy_kernels.h.
+#define STRATA_KERNEL_NS avx512
+#include "runtime/kernels/x86_legacy_kernels.h"
+
+namespace strata::kernels {
+namespace {
+constexpr GemmKernel kEntries[] = {
+    {GgmlType::kQ8_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Q8_0Kernel>, "avx512-vnni"},
+    {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Q4_0Format>>, "avx512-vnni"},
+    {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Iq4NlFormat>>, "avx512-vnni"},
+    {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Mxfp4Format>>, "avx512-vnni"},
+    {GgmlType::kNVFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Nvfp4Kernel>, "avx512-vnni"},
+    {GgmlType::kQ2_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Q2_0Kernel>, "avx512-vnni"},
+};
+}  // namespace
+constinit const GemmKernelTable kLegacyGemmAvx512 = {kEntries, static_cast<int>(sizeof(kEntries) / sizeof(kEntries[0]))};
+}  // namespace strata::kernels

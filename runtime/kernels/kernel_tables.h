@@ -1,0 +1,23 @@
+#pragma once
+// Small value tables for the SIMD kernels, as plain constant data.
+//
+// The ISA files (*_avx2.cc, *_avx512.cc) must not call inline functions from
+// shared headers: such a function can be emitted there with AVX code and the
+// linker may keep that copy for baseline callers too. So the scale
+// conversions they need come from these tables, which are filled at compile
+// time by the exact converters in fp_convert.h.
+
+#include <cstdint>
+
+namespace strata::kernels {
+
+struct FloatTable256 {
+  float v[256];
+};
+extern const FloatTable256 kE8M0HalfToFloat;  // E8M0ToFp32Half(e) (MXFP4 block scales)
+extern const FloatTable256 kUe4m3ToFloat;     // Ue4m3ToFp32(x) (NVFP4 sub-block scales)
+
+// The i-quant grid of IQ3_S (iq_grids.h), as a plain pointer.
+extern const uint32_t* const kIq3SGridData;
+
+}  // namespace strata::kernels

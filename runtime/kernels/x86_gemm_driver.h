@@ -1,0 +1,84 @@
+#pragma once
+// The loop structure shared by every x86 kernel: tiles of R weight rows x C
+// activation columns, each tile walking the blocks of its rows once.
+//
+// A kernel type K describes one weight type:
+//   kBlockElems, kBlockBytes, kActBlockBytes   block geometry (weight, activation)
+//   kMatVecRows            R for one activation column (decode)
+//   kTileRows, kTileCols   R x C for several columns (prefill)
+//   Block<R, C>(w, w_stride, a, a_stride, acc)
+//       adds block b of R rows (row r at w + r * w_stride) times block b of C
+//       columns (column c at a + c * a_stride) into the float lanes of
+//       acc[r][c]. This is where a kernel unpacks each weight block once and
+//       uses it for all C columns.
+//   kHasTail, Tail<R, C>(w, ws, a, as, k0, k, out)   (float types only)
+//       adds elements [k0, k) that do not fill a block.
+// The driver sums each accumulator's lanes at the end of the row.
+// Include only from *_avx2.cc / *_avx512.cc (see x86_simd.h).
+
+#include "runtime/kernels/gemm.h"
+#include "runtime/kernels/x86_simd.h"
+
+namespace strata::kernels::STRATA_KERNEL_NS {
+namespace {
+
+template <class K, int R, int C>
+inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
+  __m256 acc[R][C];
+  STRATA_UNROLL for (int r = 0; r < R; ++r) {
+    STRATA_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+  const uint8_t* w = g.w + static_cast<uint64_t>(r0) * g.w_row_bytes;
+  const uint8_t* a = g.act + static_cast<uint64_t>(c0) * g.act_row_bytes;
+  const int64_t nb = g.k / K::kBlockElems;
+  for (int64_t b = 0; b < nb; ++b)
+    K::template Block<R, C>(w + b * K::kBlockBytes, g.w_row_bytes, a + b * K::kActBlockBytes, g.act_row_bytes, acc);
+  float out[R][C];
+  STRATA_UNROLL for (int r = 0; r < R; ++r) {
+    STRATA_UNROLL for (int c = 0; c < C; ++c) out[r][c] = HorizontalSum(acc[r][c]);
+  }
+  if constexpr (K::kHasTail) {
+    if (nb * K::kBlockElems < g.k) K::template Tail<R, C>(w, g.w_row_bytes, a, g.act_row_bytes, nb * K::kBlockElems, g.k, out);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) g.y[(c0 + c) * g.ldy + r0 + r] = out[r][c];
+}
+
+// The last `rem` (< kC) columns of rows [r0, r0 + R): one tile of exactly rem columns.
+template <class K, int R, int kC>
+inline void ColumnTail(const GemmArgs& g, int64_t r0, int64_t c0, int64_t rem) {
+  if constexpr (kC > 0) {
+    if (rem == kC) {
+      Tile<K, R, kC>(g, r0, c0);
+    } else {
+      ColumnTail<K, R, kC - 1>(g, r0, c0, rem);
+    }
+  }
+}
+
+template <class K, int R>
+inline void AllColumns(const GemmArgs& g, int64_t r0) {
+  constexpr int kC = K::kTileCols;
+  int64_t c = 0;
+  for (; c + kC <= g.cols; c += kC) Tile<K, R, kC>(g, r0, c);
+  ColumnTail<K, R, kC - 1>(g, r0, c, g.cols - c);
+}
+
+// The GemmFn of kernel type K.
+template <class K>
+void Gemm(const GemmArgs& g) {
+  if (g.cols == 1) {
+    constexpr int kR = K::kMatVecRows;
+    int64_t r = 0;
+    for (; r + kR <= g.rows; r += kR) Tile<K, kR, 1>(g, r, 0);
+    for (; r < g.rows; ++r) Tile<K, 1, 1>(g, r, 0);
+    return;
+  }
+  constexpr int kR = K::kTileRows;
+  int64_t r = 0;
+  for (; r + kR <= g.rows; r += kR) AllColumns<K, kR>(g, r);
+  for (; r < g.rows; ++r) AllColumns<K, 1>(g, r);
+}
+
+}  // namespace
+}  // namespace strata::kernels::STRATA_KERNEL_NS

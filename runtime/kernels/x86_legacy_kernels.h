@@ -1,0 +1,178 @@
+#pragma once
+// Weights in 32/64-element blocks against Q8_0 activations (half d, int8
+// q[32]): Q8_0, Q4_0, IQ4_NL, MXFP4, NVFP4, Q2_0.
+//
+// Per 32-element block: the 32 weight codes become 32 signed bytes w, the
+// integer dot with the activation bytes is formed four products per int32
+// lane, and the block adds float(lane sums) * (weight scale * activation
+// scale) into float lanes. The integer part is exact, as in ggml's
+// vec_dot_*_q8_0; only the float summation order differs.
+// Include only from *_avx2.cc / *_avx512.cc (see x86_simd.h).
+
+#include "runtime/kernels/kernel_tables.h"
+#include "runtime/kernels/x86_gemm_driver.h"
+#include "runtime/quant/iq_grids.h"
+
+namespace strata::kernels::STRATA_KERNEL_NS {
+namespace {
+
+struct Lut16 {
+  int8_t v[16];
+};
+constexpr Lut16 MakeLut(const std::array<int8_t, 16>& values) {
+  Lut16 t{};
+  for (int i = 0; i < 16; ++i) t.v[i] = values[i];
+  return t;
+}
+constexpr Lut16 kLutQ4_0 = {{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}};
+constexpr Lut16 kLutIq4nl = MakeLut(kValuesIq4nl);
+constexpr Lut16 kLutFp4 = MakeLut(kValuesFp4);
+
+inline __m256i BroadcastLut(const Lut16& lut) { return _mm256_broadcastsi128_si256(LoadU128(lut.v)); }
+
+// Activation block c of the tile: its 32 quants and its scale.
+template <int C>
+struct Q8_0Columns {
+  __m256i q[C];
+  float d[C];
+  Q8_0Columns(const uint8_t* a, uint64_t as) {
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      q[c] = LoadU256(a + c * as + 2);
+      d[c] = LoadHalf(a + c * as);
+    }
+  }
+};
+
+// acc[c] += float(dot(w, a_c)) * (scale * a_c.d) for signed weight bytes w.
+template <int C>
+inline void AccumulateSigned(__m256i w, float scale, const Q8_0Columns<C>& a, __m256 (&acc)[C]) {
+  const __m256i w_abs = _mm256_sign_epi8(w, w);
+  STRATA_UNROLL for (int c = 0; c < C; ++c) {
+    const __m256i dot = DotU8S8(_mm256_setzero_si256(), w_abs, _mm256_sign_epi8(a.q[c], w));
+    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale * a.d[c]), acc[c]);
+  }
+}
+
+struct Q8_0Kernel {
+  static constexpr int kBlockElems = 32, kBlockBytes = 34, kActBlockBytes = 34;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    const Q8_0Columns<C> cols(a, as);
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      AccumulateSigned<C>(LoadU256(x + 2), LoadHalf(x), cols, acc[r]);
+    }
+  }
+};
+
+// Blocks of 16 bytes of 4-bit codes (low nibble: element j, high: j + 16)
+// mapped through a 16-entry table: Q4_0 (q - 8), IQ4_NL, MXFP4.
+struct Q4_0Format {
+  static constexpr int kBytes = 18, kQs = 2;
+  static const Lut16& Lut() { return kLutQ4_0; }
+  static float Scale(const uint8_t* x) { return LoadHalf(x); }
+};
+struct Iq4NlFormat {
+  static constexpr int kBytes = 18, kQs = 2;
+  static const Lut16& Lut() { return kLutIq4nl; }
+  static float Scale(const uint8_t* x) { return LoadHalf(x); }
+};
+struct Mxfp4Format {  // E8M0 scale byte, halved because the table holds doubled E2M1 values
+  static constexpr int kBytes = 17, kQs = 1;
+  static const Lut16& Lut() { return kLutFp4; }
+  static float Scale(const uint8_t* x) { return kE8M0HalfToFloat.v[x[0]]; }
+};
+
+template <class F>
+struct NibbleLutKernel {
+  static constexpr int kBlockElems = 32, kBlockBytes = F::kBytes, kActBlockBytes = 34;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    const Q8_0Columns<C> cols(a, as);
+    const __m256i lut = BroadcastLut(F::Lut());
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      const __m128i q = LoadU128(x + F::kQs);
+      // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
+      const __m256i codes =
+          _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
+      AccumulateSigned<C>(_mm256_shuffle_epi8(lut, codes), F::Scale(x), cols, acc[r]);
+    }
+  }
+};
+
+// NVFP4: 64 elements, four 16-element sub-blocks with UE4M3 scales, two Q8_0
+// activation blocks. Sub-block s: qs[8s + j] low nibble is element 16s + j,
+// high nibble 16s + j + 8.
+struct Nvfp4Kernel {
+  static constexpr int kBlockElems = 64, kBlockBytes = 36, kActBlockBytes = 68;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    const __m256i lut = BroadcastLut(kLutFp4);
+    STRATA_UNROLL for (int half = 0; half < 2; ++half) {  // 32 elements: sub-blocks 2*half, 2*half + 1
+      const Q8_0Columns<C> cols(a + 34 * half, as);
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        const uint8_t* x = w + r * ws;
+        const __m128i q = LoadU128(x + 4 + 16 * half);
+        const __m128i lo = _mm_and_si128(q, _mm_set1_epi8(0x0F));
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F));
+        // Element order: lo(bytes 0-7), hi(bytes 0-7) | lo(bytes 8-15), hi(bytes 8-15).
+        const __m256i codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+        const __m256i wv = _mm256_shuffle_epi8(lut, codes);
+        const __m256i w_abs = _mm256_sign_epi8(wv, wv);
+        // Lanes 0-3 hold sub-block 2*half, lanes 4-7 sub-block 2*half + 1.
+        const float s0 = kUe4m3ToFloat.v[x[2 * half]], s1 = kUe4m3ToFloat.v[x[2 * half + 1]];
+        STRATA_UNROLL for (int c = 0; c < C; ++c) {
+          const __m256i dot = DotU8S8(_mm256_setzero_si256(), w_abs, _mm256_sign_epi8(cols.q[c], wv));
+          const __m256 scale = _mm256_set_m128(_mm_set1_ps(s1 * cols.d[c]), _mm_set1_ps(s0 * cols.d[c]));
+          acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[r][c]);
+        }
+      }
+    }
+  }
+};
+
+// Q2_0: 64 elements of 2-bit codes q (value q - 1), element j at
+// qs[j / 4] >> 2 * (j % 4); two Q8_0 activation blocks.
+// Eight code bytes (32 elements) to 32 signed bytes q - 1 in element order.
+inline __m256i ExpandQ2_0(const uint8_t* p) {
+  // Dword 0 (elements 0-15) to all four dwords of the low half, dword 1
+  // (elements 16-31) to the high half; dword j of a half is then shifted
+  // right by 2j, so its byte b holds field j of byte b: element 4b + j.
+  const __m256i v = _mm256_permutevar8x32_epi32(_mm256_zextsi128_si256(LoadU64(p)),
+                                                _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+  const __m256i fields = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)), Set1I8(3));
+  // Transpose the 4x4 bytes of each half: output byte 4b + j from byte 4j + b.
+  const __m256i order =
+      _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm256_sub_epi8(_mm256_shuffle_epi8(fields, order), Set1I8(1));
+}
+
+struct Q2_0Kernel {
+  static constexpr int kBlockElems = 64, kBlockBytes = 18, kActBlockBytes = 68;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    STRATA_UNROLL for (int half = 0; half < 2; ++half) {
+      const Q8_0Columns<C> cols(a + 34 * half, as);
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        const uint8_t* x = w + r * ws;
+        AccumulateSigned<C>(ExpandQ2_0(x + 2 + 8 * half), LoadHalf(x), cols, acc[r]);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace strata::kernels::STRATA_KERNEL_NS

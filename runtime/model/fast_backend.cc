@@ -1,0 +1,170 @@
+#include "runtime/model/fast_backend.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/base/strings.h"
+#include "runtime/kernels/vec_dot.h"
+
+namespace strata {
+namespace {
+
+// Products smaller than this (weight bytes x columns) run on the calling
+// thread: waking the pool would cost more than it saves.
+constexpr uint64_t kMinParallelBytes = 64 * 1024;
+// A row chunk's weights stay within this many bytes, so they are read from
+// memory once and come from L2 for every column block.
+constexpr uint64_t kChunkWeightBytes = 256 * 1024;
+// Activation columns per kernel call in a chunk (~150 KB of Q8_K at k=2048).
+constexpr int64_t kColumnBlock = 64;
+// Convert activations on the pool when there are at least this many elements.
+constexpr int64_t kMinParallelConvert = 64 * 1024;
+// Row chunks are multiples of this (the kernels' largest row tile).
+constexpr int64_t kRowQuantum = 4;
+
+}  // namespace
+
+Result<std::unique_ptr<FastBackend>> FastBackend::Create(const Options& options) {
+  Result<IsaLevel> isa = options.isa ? ResolveIsa(options.isa, nullptr, HostCpuFeatures()) : SelectIsa();
+  if (!isa.ok()) return isa.status().WithContext("fast backend");
+  return std::unique_ptr<FastBackend>(new FastBackend(*isa, options.threads));
+}
+
+FastBackend::FastBackend(IsaLevel isa, int threads) : isa_(isa), pool_(threads) {
+  for (const GgmlTypeInfo& info : AllGgmlTypes()) {
+    if (!HasVecDot(info.type)) continue;
+    Plan& plan = plans_[static_cast<uint32_t>(info.type)];
+    if (const GemmKernel* k = FindGemmKernel(info.type, isa_)) {
+      plan = Plan{k->fn, k->act, k};
+    } else {
+      plan = Plan{&GemmReference, VecDotFormat(info.type), nullptr};
+    }
+  }
+}
+
+std::string FastBackend::name() const {
+  return StrFormat("fast (%s, %d thread%s)", std::string(IsaName(isa_)).c_str(), threads(), threads() == 1 ? "" : "s");
+}
+
+void FastBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { pool_.ParallelFor(n, fn); }
+
+void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+  if (n <= 0 || w.rows <= 0) return;
+  const uint32_t id = static_cast<uint32_t>(w.type);
+  const Plan* plan = id < kGgmlTypeIdLimit ? &plans_[id] : nullptr;
+  if (plan == nullptr || plan->fn == nullptr) {
+    // Validated packs hold only types with a vec_dot; make a bad one visible.
+    std::fill(y, y + n * w.rows, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+
+  // 1. Activations in the kernel's format.
+  const int64_t k = w.cols;
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  uint64_t act_row_bytes = static_cast<uint64_t>(k) * sizeof(float);
+  if (plan->act != ActFormat::kF32) {
+    act_row_bytes = ActRowBytes(plan->act, k);
+    const size_t need = static_cast<size_t>(act_row_bytes * static_cast<uint64_t>(n));
+    if (act_buf_.size() < need) act_buf_.resize(need);
+    uint8_t* buf = act_buf_.data();
+    const ActFormat format = plan->act;
+    const IsaLevel isa = isa_;
+    auto convert = [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        QuantizeActivationRow(format, isa, x + t * k, buf + static_cast<uint64_t>(t) * act_row_bytes, k);
+    };
+    if (n * k >= kMinParallelConvert) {
+      pool_.ParallelFor(n, convert);
+    } else {
+      convert(0, n);
+    }
+    act = buf;
+  }
+
+  // 2. Row chunks x all columns, in column blocks.
+  GemmArgs base;
+  base.type = w.type;
+  base.w = w.data;
+  base.w_row_bytes = w.row_bytes;
+  base.act = act;
+  base.act_row_bytes = act_row_bytes;
+  base.k = k;
+  base.y = y;
+  base.ldy = w.rows;
+  const GemmFn fn = plan->fn;
+  auto run_rows = [&](int64_t r0, int64_t r1) {
+    GemmArgs g = base;
+    g.w = base.w + static_cast<uint64_t>(r0) * base.w_row_bytes;
+    g.rows = r1 - r0;
+    for (int64_t c0 = 0; c0 < n; c0 += kColumnBlock) {
+      g.act = base.act + static_cast<uint64_t>(c0) * base.act_row_bytes;
+      g.cols = std::min(kColumnBlock, n - c0);
+      g.y = base.y + c0 * base.ldy + r0;
+      fn(g);
+    }
+  };
+
+  const int64_t threads = pool_.threads();
+  const uint64_t weight_bytes = w.row_bytes * static_cast<uint64_t>(w.rows);
+  if (threads == 1 || weight_bytes * static_cast<uint64_t>(n) < kMinParallelBytes) {
+    run_rows(0, w.rows);
+    return;
+  }
+  // About 4 chunks per thread (a descheduled thread then holds back little),
+  // each at most kChunkWeightBytes, in multiples of kRowQuantum rows.
+  int64_t rows_per = (w.rows + 4 * threads - 1) / (4 * threads);
+  const auto cache_rows = static_cast<int64_t>(kChunkWeightBytes / std::max<uint64_t>(w.row_bytes, 1));
+  rows_per = std::max<int64_t>(std::min(rows_per, cache_rows), 1);
+  rows_per = (rows_per + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+  const int64_t chunks = (w.rows + rows_per - 1) / rows_per;
+  pool_.RunTasks(chunks, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) run_rows(c * rows_per, std::min(w.rows, (c + 1) * rows_per));
+  });
+}
+
+FastBackend::KernelChoice FastBackend::Choice(GgmlType type) const {
+  KernelChoice choice;
+  choice.type = type;
+  const uint32_t id = static_cast<uint32_t>(type);
+  if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr) {
+    choice.kernel = "none (no vec_dot for this type)";
+    return choice;
+  }
+  const Plan& plan = plans_[id];
+  choice.supported = true;
+  choice.act = plan.act;
+  if (plan.kernel != nullptr) {
+    choice.fast = true;
+    choice.isa = plan.kernel->isa;
+    choice.kernel = plan.kernel->name;
+  } else {
+    choice.kernel = "scalar reference vec_dot";
+  }
+  return choice;
+}
+
+std::vector<FastBackend::KernelChoice> FastBackend::Report() const {
+  std::vector<KernelChoice> out;
+  for (const GgmlTypeInfo& info : AllGgmlTypes())
+    if (info.weight) out.push_back(Choice(info.type));
+  return out;
+}
+
+std::vector<GgmlType> FastBackend::SlowTypes(std::span<const GgmlType> types) const {
+  std::vector<GgmlType> slow;
+  for (GgmlType t : types)
+    if (!Choice(t).fast && std::find(slow.begin(), slow.end(), t) == slow.end()) slow.push_back(t);
+  return slow;
+}
+
+std::string FastBackend::Describe(std::span<const GgmlType> types) const {
+  std::string out;
+  for (GgmlType t : types) {
+    const KernelChoice c = Choice(t);
+    out += StrFormat("%-8s %-26s (activations %s)%s\n", std::string(TypeName(t)).c_str(), c.kernel.c_str(),
+                     std::string(ActFormatName(c.act)).c_str(), c.supported && !c.fast ? "  SLOW" : "");
+  }
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,86 @@
+#pragma once
+// FastBackend: the MatMulBackend strata-run uses on the CPU.
+//
+// For each MatMul it converts the activation rows once to the format the
+// weight type's kernel reads (activation.h: Q8_0 / Q8_1 / Q8_K quantized as
+// llama.cpp's CPU backend does, F16/BF16 rounding, or F32 as is), then runs
+// the best kernel for the weight type at the backend's ISA level
+// (kernels/gemm.h) on a thread pool: threads take chunks of output rows; each
+// chunk walks all activation columns in blocks of 64, so a chunk's weights are
+// read from memory once and reused from cache for every column block.
+//
+// Numerics: the integer block sums are exactly llama.cpp's; results equal the
+// scalar reference vec_dot (kernels/vec_dot.h) up to float summation order
+// (tests/fast_backend_test.cc states the bound). Types without a fast kernel
+// at the chosen ISA level run the scalar reference vec_dot (correct, slow);
+// SlowTypes() names them so a program can say so once at startup.
+//
+// Thread safety: MatMul and ParallelFor must not be called concurrently on one
+// backend (they share the pool and the activation buffer). After the buffer
+// has grown to the largest product, MatMul allocates nothing.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/kernels/activation.h"
+#include "runtime/kernels/cpu_features.h"
+#include "runtime/kernels/gemm.h"
+#include "runtime/kernels/thread_pool.h"
+#include "runtime/model/backend.h"
+
+namespace strata {
+
+class FastBackend : public MatMulBackend {
+ public:
+  struct Options {
+    int threads = 0;              // total threads including the caller; 0: every logical CPU
+    std::optional<IsaLevel> isa;  // unset: SelectIsa() (ForceIsa, STRATA_ISA, else the best)
+  };
+  // Errors: the ISA level (from options or the environment) is invalid or the
+  // CPU cannot run it.
+  static Result<std::unique_ptr<FastBackend>> Create(const Options& options);
+
+  void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
+  int threads() const override { return pool_.threads(); }
+  std::string name() const override;  // "fast (avx512, 2 threads)"
+  IsaLevel isa() const { return isa_; }
+
+  // What runs for a weight type.
+  struct KernelChoice {
+    GgmlType type = GgmlType::kF32;
+    bool supported = false;  // the type has a vec_dot at all
+    bool fast = false;       // a SIMD kernel (else the scalar reference vec_dot)
+    IsaLevel isa = IsaLevel::kScalar;
+    ActFormat act = ActFormat::kF32;
+    std::string kernel;  // "avx512-vnni", "avx2", "scalar reference vec_dot"
+  };
+  KernelChoice Choice(GgmlType type) const;
+  // Choice() for every weight type, in id order.
+  std::vector<KernelChoice> Report() const;
+  // The types among `types` that have no fast kernel at this ISA level.
+  std::vector<GgmlType> SlowTypes(std::span<const GgmlType> types) const;
+  // One line per type: "Q4_K      avx512-vnni  (activations Q8_K)".
+  std::string Describe(std::span<const GgmlType> types) const;
+
+ private:
+  FastBackend(IsaLevel isa, int threads);
+
+  struct Plan {
+    GemmFn fn = nullptr;
+    ActFormat act = ActFormat::kF32;
+    const GemmKernel* kernel = nullptr;  // nullptr: the scalar reference
+  };
+
+  IsaLevel isa_;
+  ThreadPool pool_;
+  Plan plans_[kGgmlTypeIdLimit];
+  std::vector<uint8_t> act_buf_;  // converted activations, reused across calls
+};
+
+}  // namespace strata
