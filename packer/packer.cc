@@ -12,6 +12,7 @@
 #include "packer/tokenizer_import.h"
 #include "runtime/base/strings.h"
 #include "runtime/model/backend.h"
+#include "runtime/model/fast_backend.h"
 #include "runtime/model/probe.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/pack/pack_format.h"
@@ -116,8 +117,11 @@ Result<ProbeData> ComputeProbe(const gguf::GgufModel& model, const PackResult& r
   }
   STRATA_ASSIGN_OR_RETURN(Model m, Model::FromTensors(r.arch, r.hparams, views, "probe"));
   STRATA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::Create(r.vocab));
-  ReferenceBackend backend;
-  return RecordProbe(m, backend, ProbePrompt(tok, r.hparams.n_vocab), 8);
+  ReferenceBackend reference;
+  FastBackend::Options ko;
+  ko.isa = IsaLevel::kScalar;  // the scalar kernels: the same numbers on every machine
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> kernels, FastBackend::Create(ko));
+  return RecordProbe(m, reference, *kernels, ProbePrompt(tok, r.hparams.n_vocab), 8);
 }
 
 }  // namespace

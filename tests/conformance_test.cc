@@ -119,18 +119,19 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   }
 };
 
-// Fast path vs native tolerance (max |logit difference| over all rows),
-// per fixture. Measured maxima are in docs/conformance.md; each bound leaves
-// headroom. The gap comes from activation rounding (8-bit blocks) that
-// cascades differently once one element rounds the other way (the README's
-// float64 emulation shows 1e-2..4e-2 from that alone), and from MoE routing
-// flips at positions where two experts score almost the same.
+// Fast path vs native tolerance (max |logit difference| over all 56 rows),
+// per fixture. The measured maxima (AVX-512, docs/conformance.md) are about
+// 2e-2..4e-2 for the quantized models, 0 for MXFP4 (bit-exact), 1e-6 for F32;
+// the bounds leave about 3x headroom for another ISA level's summation order.
+// Q2_0 and Q8_0 stories260k are larger: after the first activation element
+// that rounds the other way, an MoE routing flip (Q2_0) or F16-rounded
+// activations (stories260k's F16 ffn_down) move single rows by 0.1..0.4.
 const std::map<std::string, float> kFastTolerance = {
-    {"qwen3moe-f32", 1e-3f},   {"qwen3moe-q8_0", 0.30f},   {"qwen3moe-q4_k_m", 0.10f},
-    {"qwen3moe-q2_k", 0.12f},  {"qwen3moe-iq4_xs", 0.10f}, {"qwen3moe-iq3_s", 0.10f},
-    {"qwen3moe-q2_0", 0.55f},  {"qwen3moe-mxfp4_moe", 0.10f}, {"qwen3moe-q4_k_m-split", 0.10f},
-    {"stories260k-f32", 1e-3f}, {"stories260k-q8_0", 0.20f},
-    {"qwen35moe-q8_0", 0.90f}, {"qwen35moe-q4_k_m", 0.90f},
+    {"qwen3moe-f32", 1e-3f},   {"qwen3moe-q8_0", 0.10f},   {"qwen3moe-q4_k_m", 0.12f},
+    {"qwen3moe-q2_k", 0.12f},  {"qwen3moe-iq4_xs", 0.10f}, {"qwen3moe-iq3_s", 0.12f},
+    {"qwen3moe-q2_0", 0.60f},  {"qwen3moe-mxfp4_moe", 0.05f}, {"qwen3moe-q4_k_m-split", 0.12f},
+    {"stories260k-f32", 1e-3f}, {"stories260k-q8_0", 0.30f},
+    {"qwen35moe-q8_0", 0.10f}, {"qwen35moe-q4_k_m", 0.12f},
 };
 
 TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {

@@ -115,12 +115,14 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o) {
   auto mm = [](const std::vector<double>& v) { return std::minmax_element(v.begin(), v.end()); };
   auto [pmin, pmax] = mm(pp);
   auto [gmin, gmax] = mm(tg);
+  const double mb_per_token = static_cast<double>(model.DecodeBytesPerToken()) / 1e6;
   std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
-              "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f}\n",
+              "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f, "
+              "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f}\n",
               std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
               static_cast<long long>(n_prompt), static_cast<long long>(n_gen), o.bench_reps, Median(pp), *pmin, *pmax,
-              Median(tg), *gmin, *gmax);
+              Median(tg), *gmin, *gmax, mb_per_token, Median(tg) * mb_per_token / 1e3);
   return kExitOk;
 }
 

@@ -129,7 +129,7 @@ void DenseFfn(const Pass& p, int32_t il, const float* h, float* out) {
 // Routed experts: softmax over the router logits, top-k, renormalized
 // weights, each expert's SwiGLU on the tokens routed to it (a batch per
 // expert), summed in routing order as llama.cpp does.
-void MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
+Status MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
   const HParams& hp = p.hp;
   const int64_t n = p.n, E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used;
   std::vector<float> probs(static_cast<size_t>(n * NE));
@@ -171,8 +171,12 @@ void MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
     xe.resize(static_cast<size_t>(m * E));
     ye.resize(static_cast<size_t>(m * E));
     for (int64_t i = 0; i < m; ++i) std::memcpy(&xe[i * E], h + (list[i] / K) * E, E * sizeof(float));
-    SwiGlu(p, ExpertMatrix(gate, static_cast<uint32_t>(e)), ExpertMatrix(up, static_cast<uint32_t>(e)),
-           ExpertMatrix(down, static_cast<uint32_t>(e)), xe.data(), m, ye.data());
+    if (p.opt.experts) {
+      STRATA_RETURN_IF_ERROR(p.opt.experts->RunExpert(il, static_cast<uint32_t>(e), xe.data(), m, ye.data()));
+    } else {
+      SwiGlu(p, ExpertMatrix(gate, static_cast<uint32_t>(e)), ExpertMatrix(up, static_cast<uint32_t>(e)),
+             ExpertMatrix(down, static_cast<uint32_t>(e)), xe.data(), m, ye.data());
+    }
     for (int64_t i = 0; i < m; ++i) std::memcpy(&results[list[i] * E], &ye[i * E], E * sizeof(float));
   }
   for (int64_t t = 0; t < n; ++t) {
@@ -184,6 +188,7 @@ void MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
       else for (int64_t d = 0; d < E; ++d) o[d] += r[d] * w;
     }
   }
+  return Status::Ok();
 }
 
 // qwen35moe's shared expert, gated per token by sigmoid(ffn_gate_inp_shexp . x),
@@ -203,6 +208,27 @@ void SharedExpert(const Pass& p, int32_t il, const float* h, float* out) {
 }
 
 }  // namespace
+
+Status RunExpertOnBackend(const Model& model, MatMulBackend& backend, int32_t il, uint32_t e, const float* x,
+                          int64_t m, float* y, bool use_decode_copies) {
+  const TensorView* t[3] = {model.Get(il, R::kFfnGateExps), model.Get(il, R::kFfnUpExps),
+                            model.Get(il, R::kFfnDownExps)};
+  WeightMatrix w[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!t[i] || e >= t[i]->expert_count)
+      return Internal(StrFormat("expert %u of layer %d is not in the model", e, il));
+    const TensorView* src = t[i];
+    if (use_decode_copies && t[i]->decode_copy >= 0)
+      src = &model.tensors()[static_cast<size_t>(t[i]->decode_copy)];
+    w[i] = ExpertMatrix(*src, e);
+  }
+  std::vector<float> g(static_cast<size_t>(m * w[0].rows)), u(static_cast<size_t>(m * w[1].rows));
+  backend.MatMul(w[0], x, m, g.data());
+  backend.MatMul(w[1], x, m, u.data());
+  for (size_t i = 0; i < g.size(); ++i) g[i] = ops::SiluF(g[i]) * u[i];
+  backend.MatMul(w[2], g.data(), m, y);
+  return Status::Ok();
+}
 
 // delta_net.cc: token t uses the recurrent state of states[t].
 Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<SequenceState* const> states, int32_t il,
@@ -268,7 +294,7 @@ Status ForwardBatch(const Model& model, MatMulBackend& backend, std::span<const 
     if (model.arch() == Arch::kLlama) {
       DenseFfn(p, il, h.data(), y.data());
     } else {
-      MoeFfn(p, il, h.data(), y.data());
+      STRATA_RETURN_IF_ERROR(MoeFfn(p, il, h.data(), y.data()));
       if (model.arch() == Arch::kQwen35Moe) SharedExpert(p, il, h.data(), y.data());
     }
     for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];

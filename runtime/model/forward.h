@@ -22,10 +22,29 @@ class RoutingObserver {
   virtual void OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) = 0;
 };
 
+// Who computes a routed expert's SwiGLU. The default (no executor) runs it
+// on the forward pass's backend, reading the expert's native weights. A
+// tiered expert pool (runtime/experts/) plugs in here to run hot experts
+// from a device tier and the rest on the host, from native blobs or Q8_0
+// decode copies.
+class ExpertExecutor {
+ public:
+  virtual ~ExpertExecutor() = default;
+  // y[m x n_embd] = down_e(silu(gate_e x) * up_e x) for the m rows of x.
+  virtual Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
+};
+
 struct ForwardOptions {
   bool all_logits = false;               // logits for every token, not only the last
   RoutingObserver* observer = nullptr;
+  ExpertExecutor* experts = nullptr;     // null: experts run on the backend
 };
+
+// The default expert computation: SwiGLU with the expert's slices of
+// ffn_{gate,up,down}_exps on `backend` (or of their decode copies, when
+// use_decode_copies and the pack has them).
+Status RunExpertOnBackend(const Model& model, MatMulBackend& backend, int32_t layer, uint32_t expert, const float* x,
+                          int64_t m, float* y, bool use_decode_copies = false);
 
 // Runs `tokens` at positions state.n_past .. state.n_past + n - 1, appends
 // them to the state and writes logits: n rows (all_logits) or 1 row (the last

@@ -30,6 +30,7 @@ Result<Model> Model::FromTensors(Arch arch, const HParams& hp, std::span<const T
                                  const std::string& name) {
   Model m;
   m.name_ = name;
+  m.tensors_ = tensors;
   m.arch_ = arch;
   m.hp_ = hp;
   m.layers_.resize(m.hp_.n_layer_all);
@@ -49,6 +50,23 @@ Result<Model> Model::FromTensors(Arch arch, const HParams& hp, std::span<const T
   STRATA_RETURN_IF_ERROR(need(TensorRole::kTokenEmbd, -1));
   STRATA_RETURN_IF_ERROR(need(TensorRole::kOutputNorm, -1));
   return m;
+}
+
+uint64_t Model::DecodeBytesPerToken() const {
+  uint64_t bytes = 0;
+  auto add = [&](const TensorView* t) {
+    if (!t) return;
+    if (t->expert_count > 0) bytes += t->data.size() / t->expert_count * hp_.n_expert_used;
+    else bytes += t->data.size();
+  };
+  for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {
+    const TensorRole role = static_cast<TensorRole>(r);
+    if (role != TensorRole::kTokenEmbd) add(Get(role));
+    for (uint32_t il = 0; il < hp_.n_layer; ++il) add(Get(static_cast<int32_t>(il), role));
+  }
+  const TensorView& emb = *Get(TensorRole::kTokenEmbd);
+  bytes += Get(TensorRole::kOutput) ? emb.row_bytes : emb.data.size();  // tied: the embedding is the head
+  return bytes;
 }
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 // Holds views into the pack (which must outlive it); owns no weights.
 
 #include <array>
+#include <span>
 #include <vector>
 
 #include "runtime/arch/arch_spec.h"
@@ -37,6 +38,9 @@ class Model {
                                    const std::string& name);
 
   const std::string& name() const { return name_; }
+  // Every tensor view the model was built from (decode copies included), by
+  // manifest index: TensorView::decode_copy indexes this.
+  std::span<const TensorView> tensors() const { return tensors_; }
   Arch arch() const { return arch_; }
   const HParams& hp() const { return hp_; }
   const TensorView* Get(TensorRole role) const { return global_[static_cast<size_t>(role)]; }
@@ -45,11 +49,17 @@ class Model {
   }
   // The output head: output.weight, or the token embedding when tied.
   const TensorView& OutputHead() const { return Get(TensorRole::kOutput) ? *Get(TensorRole::kOutput) : *Get(TensorRole::kTokenEmbd); }
+  // Weight bytes one decoded token reads: every dense matrix and vector,
+  // n_expert_used/n_expert of every routed-expert tensor, the output head,
+  // and one row of the token embedding. Divided by memory bandwidth, this is
+  // the decode roofline.
+  uint64_t DecodeBytesPerToken() const;
   // F32 data of a 1-D F32 tensor (norm weights and the like).
   static const float* F32(const TensorView* t) { return t ? reinterpret_cast<const float*>(t->data.data()) : nullptr; }
 
  private:
   std::string name_;
+  std::span<const TensorView> tensors_;
   Arch arch_ = Arch::kVocabOnly;
   HParams hp_;
   std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)> global_{};

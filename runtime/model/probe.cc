@@ -47,14 +47,17 @@ float ProbeTolerance(const Model& model) {
   for (TensorRole r : {TensorRole::kTokenEmbd, TensorRole::kOutput})
     if (const TensorView* t = model.Get(r)) all_f32 &= t->type == GgmlType::kF32;
   if (all_f32) return 1e-3f;
-  // Measured fast-vs-reference gaps on the conformance fixtures are up to
-  // ~0.3 (qwen3moe, llama) and ~0.9 (qwen35moe, whose recurrence carries a
-  // routing flip forward); a kernel that computes the wrong thing is off by
-  // whole units on most entries.
-  return model.arch() == Arch::kQwen35Moe ? 1.5f : 0.6f;
+  // The fast path follows llama.cpp's native arithmetic; its gap to the
+  // reference is the native-vs-F32-math gap the conformance README measures:
+  // up to 0.28 (Q8_0) and 0.5 (Q2_0) for qwen3moe, where MoE routing flips at
+  // single positions, and 0.78 for qwen35moe, whose recurrence carries such a
+  // flip forward. A kernel that computes the wrong thing is off by whole units
+  // on most entries, and the top-1 check on confident rows catches the rest.
+  return model.arch() == Arch::kQwen35Moe ? 1.5f : 1.0f;
 }
 
-Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, std::vector<int32_t> prompt, int n_gen) {
+Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, MatMulBackend& kernels,
+                              std::vector<int32_t> prompt, int n_gen) {
   ProbeData p;
   p.prompt_ids = prompt;
   p.tolerance = ProbeTolerance(model);
@@ -84,6 +87,18 @@ Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, std::v
   };
   STRATA_ASSIGN_OR_RETURN(GenerateResult r, g.Generate(prompt, go, cb));
   p.greedy_ids = r.tokens;
+  // The scalar kernels on the same rows (teacher-forced, one pass).
+  std::vector<int32_t> ids = prompt;
+  ids.insert(ids.end(), p.greedy_ids.begin(), p.greedy_ids.end());
+  STRATA_ASSIGN_OR_RETURN(std::vector<float> rows, AllRows(model, kernels, ids));
+  for (size_t row = 0; row < ids.size(); ++row)
+    for (uint32_t k = 0; k < p.top_k; ++k) p.kernel_logits.push_back(rows[row * V + p.top_ids[row * p.top_k + k]]);
+  // SIMD kernels differ from the scalar ones only in float summation order:
+  // measured mean |diff| 1e-7..2.5e-3 and max up to 0.02 on the conformance
+  // fixtures (a near-tie in routing can amplify a rounding difference). A
+  // kernel that is 2% off moves the mean by ~0.04.
+  p.kernel_mean_tolerance = 0.01f;
+  p.kernel_max_tolerance = 0.5f;
   return p;
 }
 
@@ -102,7 +117,8 @@ Result<ProbeReplay> ReplayProbe(const Model& model, MatMulBackend& backend, cons
   STRATA_ASSIGN_OR_RETURN(std::vector<float> rows, AllRows(model, backend, ids));
   ProbeReplay r;
   r.rows = static_cast<int>(ids.size());
-  double sum = 0;
+  const bool has_kernel = p.kernel_logits.size() == p.top_ids.size();
+  double sum = 0, ksum = 0;
   for (size_t row = 0; row < ids.size(); ++row) {
     const float* got = rows.data() + row * V;
     const int32_t* tid = &p.top_ids[row * p.top_k];
@@ -111,6 +127,11 @@ Result<ProbeReplay> ReplayProbe(const Model& model, MatMulBackend& backend, cons
       float d = std::fabs(got[tid[k]] - tl[k]);
       r.max_abs_diff = std::max(r.max_abs_diff, d);
       sum += static_cast<double>(d);
+      if (has_kernel) {
+        float kd = std::fabs(got[tid[k]] - p.kernel_logits[row * p.top_k + k]);
+        r.kernel_max_diff = std::max(r.kernel_max_diff, kd);
+        ksum += static_cast<double>(kd);
+      }
     }
     if (p.top_k >= 2 && tl[0] - tl[1] > p.tolerance) {
       ++r.confident_rows;
@@ -120,13 +141,18 @@ Result<ProbeReplay> ReplayProbe(const Model& model, MatMulBackend& backend, cons
       if (best != tid[0]) ++r.top1_mismatches;
     }
   }
-  r.mean_abs_diff = static_cast<float>(sum / static_cast<double>(ids.size() * p.top_k));
+  const double entries = static_cast<double>(ids.size() * p.top_k);
+  r.mean_abs_diff = static_cast<float>(sum / entries);
+  r.kernel_mean_diff = static_cast<float>(ksum / entries);
   r.ok = r.max_abs_diff <= p.tolerance && r.top1_mismatches == 0;
-  r.detail = StrFormat("%d rows on the %s backend: max |diff| %.4g, mean %.4g (tolerance %.4g); top-1 %d of %d "
-                       "confident rows agree",
-                       r.rows, backend.name().c_str(), static_cast<double>(r.max_abs_diff),
-                       static_cast<double>(r.mean_abs_diff), static_cast<double>(p.tolerance),
-                       r.confident_rows - r.top1_mismatches, r.confident_rows);
+  if (has_kernel)
+    r.ok = r.ok && r.kernel_mean_diff <= p.kernel_mean_tolerance && r.kernel_max_diff <= p.kernel_max_tolerance;
+  r.detail = StrFormat("%d rows on the %s backend: vs the scalar kernels mean |diff| %.3g (tolerance %.3g), max %.3g "
+                       "(%.3g); vs the reference max %.3g (%.3g); top-1 %d of %d confident rows agree",
+                       r.rows, backend.name().c_str(), static_cast<double>(r.kernel_mean_diff),
+                       static_cast<double>(p.kernel_mean_tolerance), static_cast<double>(r.kernel_max_diff),
+                       static_cast<double>(p.kernel_max_tolerance), static_cast<double>(r.max_abs_diff),
+                       static_cast<double>(p.tolerance), r.confident_rows - r.top1_mismatches, r.confident_rows);
   return r;
 }
 
@@ -139,14 +165,18 @@ ProbeData ProbeFromManifest(const fb::ProbeRecord& r) {
   vec(r.top_ids(), p.top_ids);
   vec(r.top_logits(), p.top_logits);
   vec(r.greedy_ids(), p.greedy_ids);
+  vec(r.kernel_logits(), p.kernel_logits);
   p.top_k = r.top_k();
   p.tolerance = r.tolerance();
+  p.kernel_mean_tolerance = r.kernel_mean_tolerance();
+  p.kernel_max_tolerance = r.kernel_max_tolerance();
   return p;
 }
 
 flatbuffers::Offset<fb::ProbeRecord> BuildProbe(flatbuffers::FlatBufferBuilder& b, const ProbeData& p) {
   return fb::CreateProbeRecord(b, b.CreateVector(p.prompt_ids), p.top_k, b.CreateVector(p.top_ids),
-                               b.CreateVector(p.top_logits), p.tolerance, b.CreateVector(p.greedy_ids));
+                               b.CreateVector(p.top_logits), p.tolerance, b.CreateVector(p.greedy_ids),
+                               b.CreateVector(p.kernel_logits), p.kernel_mean_tolerance, p.kernel_max_tolerance);
 }
 
 }  // namespace strata

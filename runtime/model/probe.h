@@ -23,6 +23,12 @@ struct ProbeData {
   std::vector<float> top_logits;     // rows x top_k
   std::vector<int32_t> greedy_ids;   // the reference greedy continuation
   float tolerance = 0;               // max |fast - reference| accepted on the recorded entries
+  // The same entries computed by the scalar kernels (llama.cpp's activation
+  // quantization and integer block sums, identical on every machine): SIMD
+  // kernels may differ from these only by float summation order.
+  std::vector<float> kernel_logits;
+  float kernel_mean_tolerance = 0;
+  float kernel_max_tolerance = 0;
   uint32_t rows() const { return top_k ? static_cast<uint32_t>(top_ids.size() / top_k) : 0; }
 };
 
@@ -35,14 +41,18 @@ std::vector<int32_t> ProbePrompt(const tokenizer::Tokenizer& tok, uint32_t n_voc
 // docs/conformance.md), and 1e-3 when every weight is F32.
 float ProbeTolerance(const Model& model);
 
-// Runs the probe prompt and `n_gen` greedy tokens on `backend` (the
-// reference backend, in the packer).
-Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, std::vector<int32_t> prompt, int n_gen);
+// Runs the probe prompt and `n_gen` greedy tokens on `reference` (the
+// reference backend), then the same rows on `kernels` (the scalar-ISA fast
+// backend), and records both.
+Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& reference, MatMulBackend& kernels,
+                              std::vector<int32_t> prompt, int n_gen);
 
 struct ProbeReplay {
   bool ok = false;
-  float max_abs_diff = 0;     // over the recorded entries
+  float max_abs_diff = 0;     // vs the reference, over the recorded entries
   float mean_abs_diff = 0;
+  float kernel_max_diff = 0;  // vs the scalar kernels
+  float kernel_mean_diff = 0;
   int rows = 0;
   int confident_rows = 0;     // rows whose recorded top-1/top-2 margin exceeds the tolerance
   int top1_mismatches = 0;    // among the confident rows

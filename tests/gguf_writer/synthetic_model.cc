@@ -222,7 +222,7 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
 
   std::mt19937_64 rng(spec.seed);
   for (const ExpectedTensor& e : ExpectedTensors(GetArchSpec(spec.arch), hp)) {
-    if (e.spec->optional) continue;
+    if (e.spec->optional && !(e.spec->role == TensorRole::kOutput && !spec.tied_output)) continue;
     std::vector<int64_t> ne(e.shape.begin(), e.shape.end());
     uint64_t count = 1;
     for (uint64_t d : e.shape) count *= d;

@@ -33,6 +33,7 @@ struct SyntheticModelSpec {
   // each listed expert gets `gain` there, so those experts win for most tokens.
   std::map<uint32_t, float> router_skew;
   std::string name = "strata-synthetic";
+  bool tied_output = false;  // leave out output.weight (the token embedding is the head)
 };
 
 // Hyperparameter presets.
