@@ -56,7 +56,7 @@ inline void AccumulateSigned(__m256i w, float scale, const Q8_0Columns<C>& a, __
 struct Q8_0Kernel {
   static constexpr int kBlockElems = 32, kBlockBytes = 34, kActBlockBytes = 34;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -90,7 +90,7 @@ template <class F>
 struct NibbleLutKernel {
   static constexpr int kBlockElems = 32, kBlockBytes = F::kBytes, kActBlockBytes = 34;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -113,7 +113,7 @@ struct NibbleLutKernel {
 struct Nvfp4Kernel {
   static constexpr int kBlockElems = 64, kBlockBytes = 36, kActBlockBytes = 68;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -160,7 +160,7 @@ inline __m256i ExpandQ2_0(const uint8_t* p) {
 struct Q2_0Kernel {
   static constexpr int kBlockElems = 64, kBlockBytes = 18, kActBlockBytes = 68;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
