@@ -7,9 +7,9 @@ namespace strata::kernels {
 namespace {
 constexpr GemmKernel kEntries[] = {
     {GgmlType::kQ8_0, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::Q8_0Kernel>, "avx2"},
-    {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleLutKernel<avx2::Q4_0Format>>, "avx2"},
-    {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleLutKernel<avx2::Iq4NlFormat>>, "avx2"},
-    {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleLutKernel<avx2::Mxfp4Format>>, "avx2"},
+    {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleKernel<avx2::Q4_0Format>>, "avx2"},
+    {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleKernel<avx2::Iq4NlFormat>>, "avx2"},
+    {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::NibbleKernel<avx2::Mxfp4Format>>, "avx2"},
     {GgmlType::kNVFP4, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::Nvfp4Kernel>, "avx2"},
     {GgmlType::kQ2_0, ActFormat::kQ8_0, IsaLevel::kAvx2, &avx2::Gemm<avx2::Q2_0Kernel>, "avx2"},
 };

@@ -7,9 +7,9 @@ namespace strata::kernels {
 namespace {
 constexpr GemmKernel kEntries[] = {
     {GgmlType::kQ8_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Q8_0Kernel>, "avx512-vnni"},
-    {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Q4_0Format>>, "avx512-vnni"},
-    {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Iq4NlFormat>>, "avx512-vnni"},
-    {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleLutKernel<avx512::Mxfp4Format>>, "avx512-vnni"},
+    {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Q4_0Format>>, "avx512-vnni"},
+    {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Iq4NlFormat>>, "avx512-vnni"},
+    {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Mxfp4Format>>, "avx512-vnni"},
     {GgmlType::kNVFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Nvfp4Kernel>, "avx512-vnni"},
     {GgmlType::kQ2_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Q2_0Kernel>, "avx512-vnni"},
 };
