@@ -108,13 +108,8 @@ struct Iq3SKernel {
         const __m256i high = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(qh[ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
                                               _mm256_set1_epi32(0x100));
         const __m256i mag = _mm256_i32gather_epi32(grid, _mm256_or_si256(low, high), 4);  // 32 bytes 1..15
-        // Sign byte k covers elements 8k..8k+7: spread it over those 8 bytes
-        // and test bit j in byte 8k + j; negate the magnitudes there.
-        const __m256i spread = _mm256_shuffle_epi8(
-            _mm256_set1_epi32(static_cast<int>(LoadU32(signs + 4 * ib))),
-            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-        const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-        const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        // Sign byte k covers elements 8k..8k+7 (bit j: element 8k + j).
+        const __m256i neg = BitsToByteMask(LoadU32(signs + 4 * ib));
         const __m256i wv = _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg);  // +-magnitude
         const __m256i s = ScaleForChunk<ib>(scales);
         STRATA_UNROLL for (int c = 0; c < C; ++c) {

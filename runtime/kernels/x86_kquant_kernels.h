@@ -236,5 +236,37 @@ struct Q23KKernel {
 using Q2KKernel = Q23KKernel<false>;
 using Q3KKernel = Q23KKernel<true>;
 
+// TQ2_0: qs[64], half d; element 128h + 32l + m is (qs[32h + m] >> 2l) & 3,
+// value code - 1, so the dot is dot(code, q) - sum(q) (the bsums).
+struct Tq2_0Kernel {
+  static constexpr int kBlockElems = 256, kBlockBytes = 66, kActBlockBytes = 292;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    __m256i asum[C];  // lanes summing to sum(q): pairs of bsums
+    STRATA_UNROLL for (int c = 0; c < C; ++c) asum[c] = _mm256_madd_epi16(ActBsums(a + c * as), _mm256_set1_epi16(1));
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      __m256i sumi[C];
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_sub_epi32(_mm256_setzero_si256(), asum[c]);
+      Unroll<2>([&](auto h_const) {
+        constexpr int h = decltype(h_const)::value;
+        const __m256i q2 = LoadU256(x + 32 * h);
+        Unroll<4>([&](auto l_const) {
+          constexpr int l = decltype(l_const)::value;
+          const __m256i code = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * l), Set1I8(3));
+          STRATA_UNROLL for (int c = 0; c < C; ++c)
+            sumi[c] = DotU8S8(sumi[c], code, LoadU256(ActQ(a + c * as) + 128 * h + 32 * l));
+        });
+      });
+      const float d = LoadHalf(x + 64);
+      STRATA_UNROLL for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[c]), _mm256_set1_ps(d * ActD(a + c * as)), acc[r][c]);
+    }
+  }
+};
+
 }  // namespace
 }  // namespace strata::kernels::STRATA_KERNEL_NS

@@ -85,20 +85,26 @@ struct Q8_0Kernel {
 };
 
 // Blocks of 16 bytes of 4-bit codes (low nibble: element j, high: j + 16):
-// Q4_0 (value = code - 8), MXFP4 (table value, +12 to make it unsigned),
-// IQ4_NL (table value up to +-127: signed).
+// Q4_0 (value = code - 8), Q5_0 (code plus bit j of a 32-bit qh as bit 4,
+// minus 16), MXFP4 (table value, +12 to make it unsigned), IQ4_NL (table
+// value up to +-127: signed). kQh < 0: no fifth bit.
 struct Q4_0Format {
-  static constexpr int kBytes = 18, kQs = 2, kOffset = 8;
+  static constexpr int kBytes = 18, kQs = 2, kQh = -1, kOffset = 8;
   static constexpr const Lut16* kLut = nullptr;  // the code is the unsigned value
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
+struct Q5_0Format {
+  static constexpr int kBytes = 22, kQs = 6, kQh = 2, kOffset = 16;
+  static constexpr const Lut16* kLut = nullptr;
+  static float Scale(const uint8_t* x) { return LoadHalf(x); }
+};
 struct Mxfp4Format {  // E8M0 scale byte, halved because the table holds doubled E2M1 values
-  static constexpr int kBytes = 17, kQs = 1, kOffset = 12;
+  static constexpr int kBytes = 17, kQs = 1, kQh = -1, kOffset = 12;
   static constexpr const Lut16* kLut = &kLutFp4Plus12;
   static float Scale(const uint8_t* x) { return kE8M0HalfToFloat.v[x[0]]; }
 };
 struct Iq4NlFormat {
-  static constexpr int kBytes = 18, kQs = 2, kOffset = 0;  // 0: signed values, sign trick
+  static constexpr int kBytes = 18, kQs = 2, kQh = -1, kOffset = 0;  // 0: signed values, sign trick
   static constexpr const Lut16* kLut = &kLutIq4nl;
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
@@ -120,6 +126,8 @@ struct NibbleKernel {
       // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
       __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
       if constexpr (F::kLut != nullptr) codes = _mm256_shuffle_epi8(lut, codes);
+      if constexpr (F::kQh >= 0)
+        codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + F::kQh)), Set1I8(0x10)));
       if constexpr (F::kOffset != 0) {
         AccumulateUnsigned<C>(codes, F::Scale(x), cols, acc[r]);
       } else {
@@ -191,6 +199,62 @@ struct Q2_0Kernel {
       STRATA_UNROLL for (int r = 0; r < R; ++r) {
         const uint8_t* x = w + r * ws;
         AccumulateUnsigned<C>(ExpandQ2_0(x + 2 + 8 * half), LoadHalf(x), cols, acc[r]);
+      }
+    }
+  }
+};
+
+// Q1_0: 128 elements, +d where bit j of qs[j / 8] is set and -d where not;
+// four Q8_0 activation blocks. Codes u = 2 * bit (0 or 2), value u - 1.
+struct Q1_0Kernel {
+  static constexpr int kBlockElems = 128, kBlockBytes = 18, kActBlockBytes = 4 * 34;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    STRATA_UNROLL for (int k = 0; k < 4; ++k) {
+      const Q8_0Columns<C> cols(a + 34 * k, as, /*offset=*/1);
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        const uint8_t* x = w + r * ws;
+        const __m256i u = _mm256_and_si256(BitsToByteMask(LoadU32(x + 2 + 4 * k)), Set1I8(2));
+        AccumulateUnsigned<C>(u, LoadHalf(x), cols, acc[r]);
+      }
+    }
+  }
+};
+
+// Q4_1 / Q5_1 against Q8_1 (half d, half s = d * sum q, int8 q[32]): value
+// d * code + m, so the dot is d * da * dot(code, q) + m * s. The m * s term is
+// spread over the 8 lanes (times 1/8, exact), which the row's final lane sum
+// adds back.
+template <bool kFifthBit>
+struct Q4_1Kernel {
+  static constexpr int kBlockElems = 32, kBlockBytes = kFifthBit ? 24 : 20, kActBlockBytes = 36;
+  static constexpr int kQs = kFifthBit ? 8 : 4;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    __m256i aq[C];
+    float ad[C], as_[C];
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      aq[c] = LoadU256(a + c * as + 4);
+      ad[c] = LoadHalf(a + c * as);
+      as_[c] = LoadHalf(a + c * as + 2) * 0.125f;
+    }
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      const __m128i q = LoadU128(x + kQs);
+      __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
+      if constexpr (kFifthBit)
+        codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + 4)), Set1I8(0x10)));
+      const float d = LoadHalf(x), m = LoadHalf(x + 2);
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const __m256i dot = DotU8S8(_mm256_setzero_si256(), codes, aq[c]);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * ad[c]), acc[r][c]);
+        acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_set1_ps(m * as_[c]));
       }
     }
   }

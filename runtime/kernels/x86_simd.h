@@ -141,6 +141,16 @@ inline __m256i ScaleForChunk(__m256i scales) {
   return _mm256_shuffle_epi8(scales, shuffle);
 }
 
+// Byte j (0..31) = 0xFF if bit j of the 32-bit word is set, else 0.
+inline __m256i BitsToByteMask(uint32_t bits) {
+  // Byte k of the word to bytes 8k..8k+7, then test bit j in byte 8k + j.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
 // 8 bytes of scales as int16, copied to both 128-bit halves.
 inline __m256i BroadcastScalesU8(const uint8_t* p) {
   return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(LoadU64(p)));
