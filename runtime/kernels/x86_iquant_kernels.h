@@ -40,7 +40,7 @@ inline __m128i Nibbles8(uint32_t v) {
 struct Iq4XsKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 136, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 1, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -85,7 +85,7 @@ struct Iq4XsKernel {
 struct Iq3SKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 110, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 1, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {

@@ -54,7 +54,7 @@ struct Q45KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = kFifthBit ? 176 : 144, kActBlockBytes = 292;
   static constexpr int kQs = kFifthBit ? 48 : 16;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -110,7 +110,7 @@ using Q5KKernel = Q45KKernel<true>;
 struct Q6KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 210, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -177,7 +177,7 @@ struct Q23KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = kHighBit ? 110 : 84, kActBlockBytes = 292;
   static constexpr int kQs = kHighBit ? 32 : 16;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -241,7 +241,7 @@ using Q3KKernel = Q23KKernel<true>;
 struct Tq2_0Kernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 66, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 2, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {

@@ -29,6 +29,11 @@ constexpr Lut16 kLutIq4nl = MakeLut(kValuesIq4nl, 0);
 constexpr Lut16 kLutFp4 = MakeLut(kValuesFp4, 0);
 constexpr Lut16 kLutFp4Plus12 = MakeLut(kValuesFp4, 12);  // 0..24
 
+// Rows per prefill tile: the activation blocks' loads, scales and sums are
+// shared by the rows of a tile; 32 registers (AVX-512 build) hold 4 rows x 4
+// columns, 16 (AVX2) hold 2 x 4.
+constexpr int kWideTileRows = STRATA_KERNEL_VNNI ? 4 : 2;
+
 inline __m256i BroadcastLut(const Lut16& lut) { return _mm256_broadcastsi128_si256(LoadU128(lut.v)); }
 
 // Activation block c of the tile: its 32 quants, its scale and, for weights
@@ -72,7 +77,7 @@ inline void AccumulateUnsigned(__m256i u, float scale, const Q8_0Columns<C>& a, 
 struct Q8_0Kernel {
   static constexpr int kBlockElems = 32, kBlockBytes = 34, kActBlockBytes = 34;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -113,7 +118,7 @@ template <class F>
 struct NibbleKernel {
   static constexpr int kBlockElems = 32, kBlockBytes = F::kBytes, kActBlockBytes = 34;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -143,7 +148,7 @@ struct NibbleKernel {
 struct Nvfp4Kernel {
   static constexpr int kBlockElems = 64, kBlockBytes = 36, kActBlockBytes = 68;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -190,7 +195,7 @@ inline __m256i ExpandQ2_0(const uint8_t* p) {
 struct Q2_0Kernel {
   static constexpr int kBlockElems = 64, kBlockBytes = 18, kActBlockBytes = 68;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -209,7 +214,7 @@ struct Q2_0Kernel {
 struct Q1_0Kernel {
   static constexpr int kBlockElems = 128, kBlockBytes = 18, kActBlockBytes = 4 * 34;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -233,7 +238,7 @@ struct Q4_1Kernel {
   static constexpr int kBlockElems = 32, kBlockBytes = kFifthBit ? 24 : 20, kActBlockBytes = 36;
   static constexpr int kQs = kFifthBit ? 8 : 4;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 4, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 4, kTileRows = kWideTileRows, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {

@@ -72,6 +72,15 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+#if defined(__AVX512F__)
+// (maskz extracts: GCC 12 warns that the plain cast/extract read an
+// "uninitialized" pass-through operand.)
+inline float HorizontalSum(__m512 v) {
+  return HorizontalSum(
+      _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
+}
+#endif
+
 // acc + sums of 4 adjacent u8 * s8 products, per int32 lane.
 // REQUIRES: every u <= 128 (the AVX2 path multiplies pairs into int16 first,
 // which is exact only then: 2 * 128 * 127 < 2^15).
