@@ -86,6 +86,7 @@ TEST(KernelsOverread, NoReadBeyondRowsAndPadding) {
     const int64_t unit = std::max<int64_t>(info.block_elems, 256);
     std::vector<int64_t> ks = {unit, 3 * unit};
     if (info.block_elems == 1) ks.insert(ks.end(), {1, 5, 33});
+    if (info.block_elems > 1 && info.block_elems < 256) ks.insert(ks.end(), {info.block_elems, 3 * info.block_elems});
     for (int64_t k : ks) {
       for (int64_t rows : {1, 3, 5}) {
         for (int64_t cols : {1, 2, 5}) {

@@ -137,6 +137,9 @@ TEST_P(KernelsAtIsa, MatchReferenceOnEveryShape) {
     const int64_t block = std::max<int64_t>(info.block_elems, 256);  // whole Q8_K blocks too
     std::vector<int64_t> ks = {block, 2 * block, 5 * block};
     if (info.block_elems == 1) ks.insert(ks.end(), {1, 7, 31, 33, 100});  // float types: any length
+    // Small blocks: rows of one and of an odd number of blocks (the 512-bit
+    // Q8_0 kernel pairs blocks and finishes an odd row with the 256-bit one).
+    if (info.block_elems > 1 && info.block_elems < 256) ks.insert(ks.end(), {info.block_elems, 3 * info.block_elems});
     double worst = 0.0;
     uint64_t seed = 1;
     for (int64_t rows : {1, 2, 3, 4, 5, 7, 33}) {

@@ -6,6 +6,7 @@
 //   kBlockElems, kBlockBytes, kActBlockBytes   block geometry (weight, activation)
 //   kMatVecRows            R for one activation column (decode)
 //   kTileRows, kTileCols   R x C for several columns (prefill)
+//   AccZero() (optional)   a zero accumulator vector, __m256 unless given
 //   Block<R, C>(w, w_stride, a, a_stride, acc)
 //       adds block b of R rows (row r at w + r * w_stride) times block b of C
 //       columns (column c at a + c * a_stride) into the float lanes of
@@ -22,17 +23,43 @@
 namespace strata::kernels::STRATA_KERNEL_NS {
 namespace {
 
+// Bytes of weights in flight per tile (split over its rows): about 4 KiB
+// measured best on the development machine (1-2 KiB and 8 KiB were slower).
+constexpr int64_t kPrefetchTileBytes = 4096;
+
+// A zero accumulator of kernel K: K::AccZero() (an __m512 for the 512-bit
+// kernels) or, by default, an __m256. (Found by overload, not by a type
+// trait: GCC drops the vector attributes of a type used as a template argument.)
+template <class K>
+inline auto AccZeroOf(int) -> decltype(K::AccZero()) {
+  return K::AccZero();
+}
+template <class K>
+inline __m256 AccZeroOf(long) {
+  return _mm256_setzero_ps();
+}
+
 template <class K, int R, int C>
 inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
-  __m256 acc[R][C];
+  decltype(AccZeroOf<K>(0)) acc[R][C];
   STRATA_UNROLL for (int r = 0; r < R; ++r) {
-    STRATA_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    STRATA_UNROLL for (int c = 0; c < C; ++c) acc[r][c] = AccZeroOf<K>(0);
   }
   const uint8_t* w = g.w + static_cast<uint64_t>(r0) * g.w_row_bytes;
   const uint8_t* a = g.act + static_cast<uint64_t>(c0) * g.act_row_bytes;
   const int64_t nb = g.k / K::kBlockElems;
-  for (int64_t b = 0; b < nb; ++b)
+  for (int64_t b = 0; b < nb; ++b) {
+    // Software prefetch of each row kPrefetchTileBytes / R ahead: a matrix is often a
+    // single MoE expert of well under a megabyte, too short for the hardware
+    // prefetcher to ramp up on its own. (Prefetches never fault, so running
+    // past the end of the rows is harmless.)
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      STRATA_UNROLL for (int off = 0; off < K::kBlockBytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(w + r * g.w_row_bytes + b * K::kBlockBytes + kPrefetchTileBytes / R + off),
+                     _MM_HINT_T0);
+    }
     K::template Block<R, C>(w + b * K::kBlockBytes, g.w_row_bytes, a + b * K::kActBlockBytes, g.act_row_bytes, acc);
+  }
   float out[R][C];
   STRATA_UNROLL for (int r = 0; r < R; ++r) {
     STRATA_UNROLL for (int c = 0; c < C; ++c) out[r][c] = HorizontalSum(acc[r][c]);

@@ -28,11 +28,19 @@ constexpr Iq4Lut MakeIq4Lut() {
 }
 constexpr Iq4Lut kIq4Lut = MakeIq4Lut();
 
+// The 8 nibbles of v (nibble i = bits 4i..4i+3) as 8 int16.
+inline __m128i Nibbles8(uint32_t v) {
+  const __m128i b = _mm_cvtsi32_si128(static_cast<int>(v));
+  const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));                   // nibbles 0, 2, 4, 6
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));  // nibbles 1, 3, 5, 7
+  return _mm_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
+}
+
 // IQ4_XS: d (half), scales_h (u16), scales_l[4], qs[128].
 struct Iq4XsKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 136, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 1, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -40,11 +48,15 @@ struct Iq4XsKernel {
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
       // Scale of sub-block ib: 4 bits from scales_l, 2 from scales_h, minus 32.
-      const uint32_t sh = LoadU16(x + 2), sl = LoadU32(x + 4);
-      alignas(16) int16_t ls[8];
-      for (int ib = 0; ib < 8; ++ib)
-        ls[ib] = static_cast<int16_t>((((sl >> (4 * ib)) & 0xF) | (((sh >> (2 * ib)) & 3) << 4)) - 32);
-      const __m256i scales = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ls)));
+      const __m128i low4 = Nibbles8(LoadU32(x + 4));
+      // Bits 2ib..2ib+1 of scales_h in lane ib: shift left by 14 - 2ib (a
+      // multiply by a power of two), then right by 14.
+      const __m128i high2 = _mm_srli_epi16(
+          _mm_mullo_epi16(_mm_set1_epi16(static_cast<int16_t>(LoadU16(x + 2))),
+                          _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1)),
+          14);
+      const __m256i scales = _mm256_broadcastsi128_si256(
+          _mm_sub_epi16(_mm_or_si128(low4, _mm_slli_epi16(high2, 4)), _mm_set1_epi16(32)));
       __m256i sumi[C];
       STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
       Unroll<4>([&](auto k_const) {  // sub-blocks 2k and 2k + 1 (32 bytes of codes)
@@ -73,7 +85,7 @@ struct Iq4XsKernel {
 struct Iq3SKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 110, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 1, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -83,10 +95,10 @@ struct Iq3SKernel {
       const uint8_t* qs = x + 2;
       const uint8_t* qh = x + 66;
       const uint8_t* signs = x + 74;
-      const uint32_t packed = LoadU32(x + 106);
-      alignas(16) int16_t ls[8];  // 2 * (4-bit scale) + 1
-      for (int ib = 0; ib < 8; ++ib) ls[ib] = static_cast<int16_t>(2 * ((packed >> (4 * ib)) & 0xF) + 1);
-      const __m256i scales = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ls)));
+      // Scale of sub-block ib: 2 * (nibble ib of scales) + 1.
+      const __m128i nibbles = Nibbles8(LoadU32(x + 106));
+      const __m256i scales =
+          _mm256_broadcastsi128_si256(_mm_add_epi16(_mm_slli_epi16(nibbles, 1), _mm_set1_epi16(1)));
       __m256i sumi[C];
       STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
       Unroll<8>([&](auto ib_const) {
@@ -96,13 +108,8 @@ struct Iq3SKernel {
         const __m256i high = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(qh[ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
                                               _mm256_set1_epi32(0x100));
         const __m256i mag = _mm256_i32gather_epi32(grid, _mm256_or_si256(low, high), 4);  // 32 bytes 1..15
-        // Sign byte k covers elements 8k..8k+7: spread it over those 8 bytes
-        // and test bit j in byte 8k + j; negate the magnitudes there.
-        const __m256i spread = _mm256_shuffle_epi8(
-            _mm256_set1_epi32(static_cast<int>(LoadU32(signs + 4 * ib))),
-            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-        const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-        const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        // Sign byte k covers elements 8k..8k+7 (bit j: element 8k + j).
+        const __m256i neg = BitsToByteMask(LoadU32(signs + 4 * ib));
         const __m256i wv = _mm256_sub_epi8(_mm256_xor_si256(mag, neg), neg);  // +-magnitude
         const __m256i s = ScaleForChunk<ib>(scales);
         STRATA_UNROLL for (int c = 0; c < C; ++c) {

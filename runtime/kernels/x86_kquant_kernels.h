@@ -54,7 +54,7 @@ struct Q45KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = kFifthBit ? 176 : 144, kActBlockBytes = 292;
   static constexpr int kQs = kFifthBit ? 48 : 16;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -110,7 +110,7 @@ using Q5KKernel = Q45KKernel<true>;
 struct Q6KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = 210, kActBlockBytes = 292;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
@@ -154,20 +154,18 @@ struct Q6KKernel {
   }
 };
 
-// The 16 six-bit Q3_K scales minus 32: the low 4 bits are the low nibble of
-// byte k (k < 8) or the high nibble of byte k - 8; the top 2 bits are bits
-// 2(k / 4) of byte 8 + k % 4.
-inline void UnpackScalesQ3K(const uint8_t* p, int8_t out[16]) {
+// The 16 six-bit Q3_K scales minus 32, as 16 int8 in a register: the low 4
+// bits are the low nibble of byte k (k < 8) or the high nibble of byte k - 8;
+// the top 2 bits are bits 2(k / 4) of byte 8 + k % 4. (Built in registers:
+// a detour through a stack array costs a store-forwarding stall per block.)
+inline __m128i UnpackScalesQ3K(const uint8_t* p) {
   const uint32_t b0 = LoadU32(p), b4 = LoadU32(p + 4), b8 = LoadU32(p + 8);
-  const uint32_t words[4] = {
-      (b0 & 0x0F0F0F0Fu) | ((b8 & 0x03030303u) << 4),
-      (b4 & 0x0F0F0F0Fu) | (((b8 >> 2) & 0x03030303u) << 4),
-      ((b0 >> 4) & 0x0F0F0F0Fu) | (((b8 >> 4) & 0x03030303u) << 4),
-      ((b4 >> 4) & 0x0F0F0F0Fu) | (((b8 >> 6) & 0x03030303u) << 4),
-  };
-  uint8_t u[16];
-  std::memcpy(u, words, 16);
-  for (int k = 0; k < 16; ++k) out[k] = static_cast<int8_t>(u[k] - 32);
+  const __m128i v = _mm_setr_epi32(
+      static_cast<int>((b0 & 0x0F0F0F0Fu) | ((b8 & 0x03030303u) << 4)),
+      static_cast<int>((b4 & 0x0F0F0F0Fu) | (((b8 >> 2) & 0x03030303u) << 4)),
+      static_cast<int>(((b0 >> 4) & 0x0F0F0F0Fu) | (((b8 >> 4) & 0x03030303u) << 4)),
+      static_cast<int>(((b4 >> 4) & 0x0F0F0F0Fu) | (((b8 >> 6) & 0x03030303u) << 4)));
+  return _mm_sub_epi8(v, _mm_set1_epi8(32));
 }
 
 // Q2_K (kHighBit = false: scales[16] (low nibble scale, high nibble min),
@@ -179,26 +177,27 @@ struct Q23KKernel {
   static constexpr int kBlockElems = 256, kBlockBytes = kHighBit ? 110 : 84, kActBlockBytes = 292;
   static constexpr int kQs = kHighBit ? 32 : 16;
   static constexpr bool kHasTail = false;
-  static constexpr int kMatVecRows = 1, kTileRows = 1, kTileCols = 4;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
-      alignas(16) int8_t scales[16];  // per 16 elements
+      // 16 int8 scales, one per 16 elements.
+      __m128i scales;
       __m256i high_bits = _mm256_setzero_si256();
       if constexpr (kHighBit) {
-        UnpackScalesQ3K(x + 96, scales);
+        scales = UnpackScalesQ3K(x + 96);
         high_bits = LoadU256(x);
       } else {
-        const __m128i raw = LoadU128(x);
-        _mm_store_si128(reinterpret_cast<__m128i*>(scales), _mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+        scales = _mm_and_si128(LoadU128(x), _mm_set1_epi8(0x0F));
       }
       __m256i sumi[C];
       STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
       Unroll<2>([&](auto h_const) {
         constexpr int h = decltype(h_const)::value;
-        const __m256i sc = BroadcastScalesI8(scales + 8 * h);
+        // Scales 8h .. 8h + 7 as int16, in both halves.
+        const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h == 0 ? scales : _mm_srli_si128(scales, 8)));
         const __m256i q2 = LoadU256(x + kQs + 32 * h);
         Unroll<4>([&](auto g_const) {
           constexpr int g = decltype(g_const)::value;
@@ -213,7 +212,7 @@ struct Q23KKernel {
       });
       if constexpr (kHighBit) {
         // Offset -4: subtract 4 * sum_k scale_k * bsums_k.
-        const __m256i scales16 = _mm256_cvtepi8_epi16(LoadU128(scales));
+        const __m256i scales16 = _mm256_cvtepi8_epi16(scales);
         const float d = LoadHalf(x + 108);
         STRATA_UNROLL for (int c = 0; c < C; ++c) {
           const uint8_t* ac = a + c * as;
@@ -236,6 +235,38 @@ struct Q23KKernel {
 };
 using Q2KKernel = Q23KKernel<false>;
 using Q3KKernel = Q23KKernel<true>;
+
+// TQ2_0: qs[64], half d; element 128h + 32l + m is (qs[32h + m] >> 2l) & 3,
+// value code - 1, so the dot is dot(code, q) - sum(q) (the bsums).
+struct Tq2_0Kernel {
+  static constexpr int kBlockElems = 256, kBlockBytes = 66, kActBlockBytes = 292;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    __m256i asum[C];  // lanes summing to sum(q): pairs of bsums
+    STRATA_UNROLL for (int c = 0; c < C; ++c) asum[c] = _mm256_madd_epi16(ActBsums(a + c * as), _mm256_set1_epi16(1));
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      __m256i sumi[C];
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_sub_epi32(_mm256_setzero_si256(), asum[c]);
+      Unroll<2>([&](auto h_const) {
+        constexpr int h = decltype(h_const)::value;
+        const __m256i q2 = LoadU256(x + 32 * h);
+        Unroll<4>([&](auto l_const) {
+          constexpr int l = decltype(l_const)::value;
+          const __m256i code = _mm256_and_si256(_mm256_srli_epi16(q2, 2 * l), Set1I8(3));
+          STRATA_UNROLL for (int c = 0; c < C; ++c)
+            sumi[c] = DotU8S8(sumi[c], code, LoadU256(ActQ(a + c * as) + 128 * h + 32 * l));
+        });
+      });
+      const float d = LoadHalf(x + 64);
+      STRATA_UNROLL for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[c]), _mm256_set1_ps(d * ActD(a + c * as)), acc[r][c]);
+    }
+  }
+};
 
 }  // namespace
 }  // namespace strata::kernels::STRATA_KERNEL_NS

@@ -72,6 +72,15 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+#if defined(__AVX512F__)
+// (maskz extracts: GCC 12 warns that the plain cast/extract read an
+// "uninitialized" pass-through operand.)
+inline float HorizontalSum(__m512 v) {
+  return HorizontalSum(
+      _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1)));
+}
+#endif
+
 // acc + sums of 4 adjacent u8 * s8 products, per int32 lane.
 // REQUIRES: every u <= 128 (the AVX2 path multiplies pairs into int16 first,
 // which is exact only then: 2 * 128 * 127 < 2^15).
@@ -139,6 +148,16 @@ inline __m256i ScaleForChunk(__m256i scales) {
   const __m256i shuffle = _mm256_setr_epi8(b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0,
                                            b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1);
   return _mm256_shuffle_epi8(scales, shuffle);
+}
+
+// Byte j (0..31) = 0xFF if bit j of the 32-bit word is set, else 0.
+inline __m256i BitsToByteMask(uint32_t bits) {
+  // Byte k of the word to bytes 8k..8k+7, then test bit j in byte 8k + j.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
 // 8 bytes of scales as int16, copied to both 128-bit halves.

@@ -1,0 +1,225 @@
+#pragma once
+// 512-bit kernels for the AVX-512 level: Q4_K, Q5_K, Q6_K and Q8_0, the types
+// of the Q4_K_M and Q8_0 models, whose products are compute-bound once a
+// weight block is reused for several columns.
+//
+// Same arithmetic as the 256-bit kernels (x86_kquant_kernels.h,
+// x86_legacy_kernels.h), with 64 elements per vector: the integer sums are
+// identical, only the lanes they are summed in differ. On the development
+// machine a zmm vpdpbusd retires 64 products at ~1.7x the rate of two ymm
+// ones, and each 64 elements need half the loads, shifts and shuffles.
+// Include only from *_avx512.cc, after the 256-bit kernel headers.
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VNNI__)
+#error "x86_zmm_kernels.h needs the AVX-512 flags"
+#endif
+
+#include "runtime/kernels/x86_kquant_kernels.h"
+#include "runtime/kernels/x86_legacy_kernels.h"
+
+namespace strata::kernels::STRATA_KERNEL_NS {
+namespace {
+
+inline __m512i Set1I8x64(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+// The upper 16 of 32 int16 lanes (the upper 256 bits).
+constexpr __mmask32 kUpperWords = 0xFFFF0000u;
+
+// Int16 lanes 0-15 set to int16 `kLo` of `scales`, lanes 16-31 to `kHi`.
+template <int kLo, int kHi>
+inline __m512i ScalePair512(__m512i scales) {
+  return _mm512_permutexvar_epi16(
+      _mm512_set_epi16(kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kHi, kLo, kLo, kLo,
+                       kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo, kLo),
+      scales);
+}
+// Int16 lanes 8q .. 8q + 7 set to int16 `kFirst + q` of `scales` (q = 0..3).
+template <int kFirst>
+inline __m512i ScaleQuad512(__m512i scales) {
+  constexpr short a = kFirst, b = kFirst + 1, c = kFirst + 2, d = kFirst + 3;
+  return _mm512_permutexvar_epi16(_mm512_set_epi16(d, d, d, d, d, d, d, d, c, c, c, c, c, c, c, c, b, b, b, b, b, b,
+                                                   b, b, a, a, a, a, a, a, a, a),
+                                  scales);
+}
+
+// Bit kBit of every byte moved to bit kTo, others cleared (see MoveBit).
+template <int kBit, int kTo>
+inline __m512i MoveBit512(__m512i v) {
+  __m512i s;
+  if constexpr (kBit > kTo) {
+    s = _mm512_srli_epi16(v, kBit - kTo);
+  } else if constexpr (kBit < kTo) {
+    s = _mm512_slli_epi16(v, kTo - kBit);
+  } else {
+    s = v;
+  }
+  return _mm512_and_si512(s, Set1I8x64(1 << kTo));
+}
+
+// Q4_K / Q5_K, 64 elements per vector: the 32 code bytes of sub-blocks 2j
+// and 2j + 1 broadcast to both halves; the low half keeps the low nibbles
+// (sub-block 2j), the high half the high nibbles (2j + 1).
+template <bool kFifthBit>
+struct Q45KKernelZmm {
+  static __m512 AccZero() { return _mm512_setzero_ps(); }
+  static constexpr int kBlockElems = 256, kBlockBytes = kFifthBit ? 176 : 144, kActBlockBytes = 292;
+  static constexpr int kQs = kFifthBit ? 48 : 16;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m512 (&acc)[R][C]) {
+    float ad[C];
+    __m128i asum[C];  // 8 int16: activation sums of each 32-element sub-block
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      const uint8_t* ac = a + c * as;
+      ad[c] = ActD(ac);
+      const __m256i bs = ActBsums(ac);
+      asum[c] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    }
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      uint64_t packed_scales, packed_mins;
+      UnpackScalesMinsQ4K(x + 4, &packed_scales, &packed_mins);
+      const __m512i scales =
+          _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_scales))));
+      const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_mins)));
+      // Q5_K: qh in both halves, the high half shifted right by one so that
+      // bit 2j of every byte is the fifth bit for either half (the bit the
+      // 16-bit shift carries into bit 7 is never used).
+      __m512i high_bits = _mm512_setzero_si512();
+      if constexpr (kFifthBit) {
+        const __m512i hb = _mm512_broadcast_i64x4(LoadU256(x + 16));
+        high_bits = _mm512_mask_srli_epi16(hb, kUpperWords, hb, 1);
+      }
+      __m512i sumi[C];
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm512_setzero_si512();
+      Unroll<4>([&](auto j_const) {
+        constexpr int j = decltype(j_const)::value;
+        const __m512i q = _mm512_broadcast_i64x4(LoadU256(x + kQs + 32 * j));
+        __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(q, kUpperWords, q, 4), Set1I8x64(0x0F));
+        if constexpr (kFifthBit) codes = _mm512_or_si512(codes, MoveBit512<2 * j, 4>(high_bits));
+        const __m512i s = ScalePair512<2 * j, 2 * j + 1>(scales);
+        STRATA_UNROLL for (int c = 0; c < C; ++c) {
+          const __m512i qa = _mm512_loadu_si512(ActQ(a + c * as) + 64 * j);
+          sumi[c] = _mm512_dpwssd_epi32(sumi[c], _mm512_maddubs_epi16(codes, qa), s);
+        }
+      });
+      const float d = LoadHalf(x), dmin = LoadHalf(x + 2);
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const __m128 m = _mm_cvtepi32_ps(_mm_madd_epi16(mins, asum[c]));  // 4 lanes of min * sum
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_set1_ps(d * ad[c]), acc[r][c]);
+        acc[r][c] = _mm512_fnmadd_ps(_mm512_zextps128_ps512(m), _mm512_set1_ps(dmin * ad[c]), acc[r][c]);
+      }
+    }
+  }
+};
+
+// Q6_K, 64 elements per vector: groups 0 and 1 (then 2 and 3) of a 128-element
+// half, whose low 4 bits are the low (high) nibbles of the 64 ql bytes of
+// the half and whose top 2 bits sit at different shifts of the same qh bytes.
+struct Q6KKernelZmm {
+  static __m512 AccZero() { return _mm512_setzero_ps(); }
+  static constexpr int kBlockElems = 256, kBlockBytes = 210, kActBlockBytes = 292;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m512 (&acc)[R][C]) {
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      const __m256i scales16 = _mm256_cvtepi8_epi16(LoadU128(x + 192));
+      const __m512i scales = _mm512_zextsi256_si512(scales16);
+      __m512i sumi[C];
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm512_setzero_si512();
+      Unroll<2>([&](auto h_const) {
+        constexpr int h = decltype(h_const)::value;
+        const __m512i low = _mm512_loadu_si512(x + 64 * h);                      // ql of groups 0|1
+        const __m512i qh = _mm512_broadcast_i64x4(LoadU256(x + 128 + 32 * h));  // qh in both halves
+        const __m512i low4 = Set1I8x64(0x0F), top2 = Set1I8x64(0x30);
+        // Groups 0|1: top bits are qh bits 0-1 | 2-3, moved to bits 4-5.
+        const __m512i g01 = _mm512_or_si512(
+            _mm512_and_si512(low, low4),
+            _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(qh, 4), kUpperWords, qh, 2), top2));
+        // Groups 2|3: high nibbles; top bits are qh bits 4-5 | 6-7.
+        const __m512i g23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), low4),
+                                            _mm512_and_si512(_mm512_mask_srli_epi16(qh, kUpperWords, qh, 2), top2));
+        const __m512i s01 = ScaleQuad512<8 * h>(scales), s23 = ScaleQuad512<8 * h + 4>(scales);
+        STRATA_UNROLL for (int c = 0; c < C; ++c) {
+          const uint8_t* qa = ActQ(a + c * as) + 128 * h;
+          sumi[c] = _mm512_dpwssd_epi32(sumi[c], _mm512_maddubs_epi16(g01, _mm512_loadu_si512(qa)), s01);
+          sumi[c] = _mm512_dpwssd_epi32(sumi[c], _mm512_maddubs_epi16(g23, _mm512_loadu_si512(qa + 64)), s23);
+        }
+      });
+      // The -32 offset: subtract 32 * sum_k scales[k] * bsums[k].
+      const float d = LoadHalf(x + 208);
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const uint8_t* ac = a + c * as;
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, ActBsums(ac)), 5);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sumi[c], _mm512_zextsi256_si512(offset))),
+                                    _mm512_set1_ps(d * ActD(ac)), acc[r][c]);
+      }
+    }
+  }
+};
+
+// Two consecutive halves (blocks at p and p + 34) as a float vector: lanes
+// 0-7 the first, 8-15 the second.
+inline __m512 HalfPair(const uint8_t* p) {
+  const __m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(LoadU16(p)), LoadU16(p + 34), 1);
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                               _mm512_zextps128_ps512(_mm_cvtph_ps(h)));
+}
+// The 32 quants of the blocks at p and p + 34.
+inline __m512i QuantPair(const uint8_t* p) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(LoadU256(p + 2)), LoadU256(p + 36), 1);
+}
+
+// Q8_0, two blocks (64 elements) per vector. The signed weights enter as
+// unsigned w + 128 (vpdpbusd is u8 x s8), and 128 * sum(a) is subtracted;
+// both scales come as per-half vectors, so a block pair costs one multiply
+// of scale vectors. A row of an odd number of blocks ends with the 256-bit
+// kernel.
+struct Q8_0KernelZmm {
+  static __m512 AccZero() { return _mm512_setzero_ps(); }
+  static constexpr int kBlockElems = 64, kBlockBytes = 68, kActBlockBytes = 68;
+  static constexpr bool kHasTail = true;
+  static constexpr int kMatVecRows = 4, kTileRows = 4, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m512 (&acc)[R][C]) {
+    __m512i aq[C], offset[C];
+    __m512 ad[C];
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      aq[c] = QuantPair(a + c * as);
+      ad[c] = HalfPair(a + c * as);
+      offset[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Set1I8x64(0x80), aq[c]);  // 128 * sums
+    }
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      const __m512i u = _mm512_xor_si512(QuantPair(x), Set1I8x64(0x80));  // w + 128
+      const __m512 wd = HalfPair(x);
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, aq[c]), offset[c]);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, ad[c]), acc[r][c]);
+      }
+    }
+  }
+
+  template <int R, int C>
+  static void Tail(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, int64_t k0, int64_t k,
+                   float (&out)[R][C]) {
+    for (int64_t e = k0; e < k; e += 32) {
+      __m256 tail[R][C];
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        STRATA_UNROLL for (int c = 0; c < C; ++c) tail[r][c] = _mm256_setzero_ps();
+      }
+      Q8_0Kernel::Block<R, C>(w + e / 32 * 34, ws, a + e / 32 * 34, as, tail);
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        STRATA_UNROLL for (int c = 0; c < C; ++c) out[r][c] += HorizontalSum(tail[r][c]);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace strata::kernels::STRATA_KERNEL_NS
