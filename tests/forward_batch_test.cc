@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/pack/pack_reader.h"
@@ -105,6 +107,57 @@ TEST_P(ForwardBatchTest, BadBatchesAreRefusedWithoutChangingState) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchTest, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),
                          [](const auto& param_info) { return std::string(ArchName(param_info.param)); });
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// The chunked and the sequential delta rule compute the same thing (up to
+// float summation order), across chunk boundaries and prompt splits.
+TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
+  std::string dir = testing::ScratchDir("delta_net_modes");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen35Moe;
+  s.hp = testing::TinyQwen35MoeHParams();
+  s.seed = 11;
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+  PackOptions o;
+  o.probe = false;
+  ASSERT_TRUE(testing::PackFile(dir + "/m.gguf", dir + "/m.strata", o).ok());
+  auto pack = Pack::Open(dir + "/m.strata");
+  ASSERT_TRUE(pack.ok());
+  auto model = Model::Create(**pack);
+  ASSERT_TRUE(model.ok());
+  ReferenceBackend be;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 150; ++i) ids.push_back((i * 37 + 11) % 512);
+  auto run = [&](DeltaNetMode mode, size_t split) {
+    SetDeltaNetMode(mode);
+    auto st = SequenceState::Create(model->hp(), 200);
+    std::vector<float> all, part;
+    ForwardOptions fo;
+    fo.all_logits = true;
+    for (size_t i = 0; i < ids.size(); i += split) {
+      size_t m = std::min(split, ids.size() - i);
+      EXPECT_TRUE(Forward(*model, be, *st, std::span(ids).subspan(i, m), fo, &part).ok());
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  };
+  const std::vector<float> seq = run(DeltaNetMode::kSequential, ids.size());
+  for (size_t split : {size_t{150}, size_t{64}, size_t{70}, size_t{17}}) {
+    std::vector<float> chunked = run(DeltaNetMode::kChunked, split);
+    ASSERT_EQ(chunked.size(), seq.size());
+    float worst = 0;
+    for (size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, std::fabs(chunked[i] - seq[i]));
+    EXPECT_LT(worst, 1e-4f) << "split " << split;
+  }
+  SetDeltaNetMode(DeltaNetMode::kAuto);
+}
 
 }  // namespace
 }  // namespace strata

@@ -10,19 +10,145 @@
 //     S = exp(g) S;  d = beta (v - S^T k);  S += k d^T;  o = S^T q / sqrt(dk)
 //   y = rms_norm(o) * ssm_norm * silu(z)  per head;  out = W_out y
 //
-// The recurrence runs token by token; the convolution window and S are
-// carried in the SequenceState across calls, so any split of a prompt into
-// chunks gives the same result as one call.
+// The recurrence has two formulations, mathematically the same:
+//  * sequential: the update above, token by token (what decode does);
+//  * chunked: for a chunk of C tokens with cumulative log-decay G_t, the
+//    deltas solve a unit lower-triangular system
+//        d_t + sum_{s<t} beta_t e^{G_t-G_s} (k_t.k_s) d_s = beta_t (v_t - e^{G_t} S0^T k_t),
+//    outputs are o_t = e^{G_t} S0^T q_t + sum_{s<=t} e^{G_t-G_s} (k_s.q_t) d_s, and the
+//    state becomes S = e^{G_C} S0 + sum_s e^{G_C-G_s} k_s d_s^T: matrix products
+//    instead of C rank-1 updates of S (what llama.cpp's prompt path does).
+// Which one runs for a prompt is chosen by DeltaNetMode (docs/kernels.md has
+// the measurements). The convolution window and S are carried in the
+// SequenceState, so any split of a prompt gives the same result.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
 
 namespace strata {
+namespace {
+
+std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
+
+// Sequential delta rule for one head over tokens [0, n) of a run.
+// q, k: n x dk (k-head rows, already normalized; q already scaled); v: n x dv;
+// g, beta: n; S: dk x dv; o: n x dv (row stride o_stride).
+void SequentialHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                    const float* const* v, const float* g, const float* beta, float* S, float* const* o) {
+  std::vector<float> kv(static_cast<size_t>(dv)), d(static_cast<size_t>(dv));
+  for (int64_t t = 0; t < n; ++t) {
+    const float decay = std::exp(g[t]);
+    for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
+    std::fill(kv.begin(), kv.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      const float ki = k[t][i];
+      for (int64_t j = 0; j < dv; ++j) kv[j] += S[i * dv + j] * ki;
+    }
+    for (int64_t j = 0; j < dv; ++j) d[j] = beta[t] * (v[t][j] - kv[j]);
+    for (int64_t i = 0; i < dk; ++i) {
+      const float ki = k[t][i];
+      for (int64_t j = 0; j < dv; ++j) S[i * dv + j] += ki * d[j];
+    }
+    float* ot = o[t];
+    std::fill(ot, ot + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      const float qi = q[t][i];
+      for (int64_t j = 0; j < dv; ++j) ot[j] += S[i * dv + j] * qi;
+    }
+  }
+}
+
+// Chunked delta rule for one head, same contract as SequentialHead.
+void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                 const float* const* v, const float* g, const float* beta, float* S, float* const* o) {
+  constexpr int64_t kChunk = 64;
+  std::vector<float> G(kChunk), D(static_cast<size_t>(kChunk * dv)), KK(static_cast<size_t>(kChunk * kChunk)),
+      QK(static_cast<size_t>(kChunk * kChunk));
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t C = std::min(kChunk, n - c0);
+    float acc = 0.0f;
+    for (int64_t t = 0; t < C; ++t) G[t] = (acc += g[c0 + t]);
+    // Dot products inside the chunk: KK[t][s] = k_t.k_s, QK[t][s] = q_t.k_s (s <= t).
+    for (int64_t t = 0; t < C; ++t)
+      for (int64_t s = 0; s <= t; ++s) {
+        float kk = 0.0f, qk = 0.0f;
+        for (int64_t i = 0; i < dk; ++i) {
+          kk += k[c0 + t][i] * k[c0 + s][i];
+          qk += q[c0 + t][i] * k[c0 + s][i];
+        }
+        KK[t * kChunk + s] = kk;
+        QK[t * kChunk + s] = qk;
+      }
+    // Right-hand sides beta_t (v_t - e^{G_t} S0^T k_t), then forward substitution.
+    for (int64_t t = 0; t < C; ++t) {
+      float* dt = &D[t * dv];
+      std::fill(dt, dt + dv, 0.0f);
+      for (int64_t i = 0; i < dk; ++i) {
+        const float ki = k[c0 + t][i];
+        for (int64_t j = 0; j < dv; ++j) dt[j] += S[i * dv + j] * ki;
+      }
+      const float eg = std::exp(G[t]), b = beta[c0 + t];
+      for (int64_t j = 0; j < dv; ++j) dt[j] = b * (v[c0 + t][j] - eg * dt[j]);
+      for (int64_t s = 0; s < t; ++s) {
+        const float a = b * std::exp(G[t] - G[s]) * KK[t * kChunk + s];
+        const float* ds = &D[s * dv];
+        for (int64_t j = 0; j < dv; ++j) dt[j] -= a * ds[j];
+      }
+    }
+    // Outputs: e^{G_t} S0^T q_t + sum_{s<=t} e^{G_t-G_s} (q_t.k_s) d_s.
+    for (int64_t t = 0; t < C; ++t) {
+      float* ot = o[c0 + t];
+      std::fill(ot, ot + dv, 0.0f);
+      for (int64_t i = 0; i < dk; ++i) {
+        const float qi = q[c0 + t][i];
+        for (int64_t j = 0; j < dv; ++j) ot[j] += S[i * dv + j] * qi;
+      }
+      const float eg = std::exp(G[t]);
+      for (int64_t j = 0; j < dv; ++j) ot[j] *= eg;
+      for (int64_t s = 0; s <= t; ++s) {
+        const float a = std::exp(G[t] - G[s]) * QK[t * kChunk + s];
+        const float* ds = &D[s * dv];
+        for (int64_t j = 0; j < dv; ++j) ot[j] += a * ds[j];
+      }
+    }
+    // State: e^{G_C} S0 + sum_s e^{G_C-G_s} k_s d_s^T.
+    const float eC = std::exp(G[C - 1]);
+    for (int64_t i = 0; i < dk * dv; ++i) S[i] *= eC;
+    for (int64_t s = 0; s < C; ++s) {
+      const float w = std::exp(G[C - 1] - G[s]);
+      const float* ds = &D[s * dv];
+      for (int64_t i = 0; i < dk; ++i) {
+        const float ki = w * k[c0 + s][i];
+        for (int64_t j = 0; j < dv; ++j) S[i * dv + j] += ki * ds[j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+DeltaNetMode GetDeltaNetMode() {
+  int m = g_mode.load();
+  if (m < 0) {
+    const char* e = std::getenv("STRATA_DELTA_NET");
+    std::string s = e ? e : "";
+    m = s == "sequential" ? static_cast<int>(DeltaNetMode::kSequential)
+        : s == "chunked"  ? static_cast<int>(DeltaNetMode::kChunked)
+                          : static_cast<int>(DeltaNetMode::kAuto);
+    g_mode.store(m);
+  }
+  return static_cast<DeltaNetMode>(m);
+}
+
+void SetDeltaNetMode(DeltaNetMode mode) { g_mode.store(static_cast<int>(mode)); }
 
 Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<SequenceState* const> states, int32_t il,
                      int64_t n, const float* h, float* out) {
@@ -44,60 +170,75 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<Seque
   const float* a = Model::F32(model.Get(il, R::kSsmA));
   const float* norm_w = Model::F32(model.Get(il, R::kSsmNorm));
 
-  std::vector<float> x(static_cast<size_t>(conv_dim)), y(static_cast<size_t>(n * value_dim));
-  std::vector<float> kv(static_cast<size_t>(dv)), d(static_cast<size_t>(dv));
+  // 1. Per token: causal convolution, SiLU, L2-normalized q and k, the gates.
+  std::vector<float> x(static_cast<size_t>(n * conv_dim));
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t t = 0; t < n; ++t) {
     float* conv_state = states[t]->conv[il].data();  // [d_conv-1][conv_dim], oldest first
-    float* S = states[t]->ssm[il].data();            // [n_v][dk][dv]: S[h][i][j] at (h*dk + i)*dv + j
     const float* in = &qkv[t * conv_dim];
-    // Causal depthwise convolution over [state..., current], then SiLU.
+    float* xt = &x[t * conv_dim];
     for (int64_t c = 0; c < conv_dim; ++c) {
       const float* w = conv_w + c * d_conv;
       float s = 0.0f;
-      for (int64_t k = 0; k < d_conv - 1; ++k) s += conv_state[k * conv_dim + c] * w[k];
+      for (int64_t kk = 0; kk < d_conv - 1; ++kk) s += conv_state[kk * conv_dim + c] * w[kk];
       s += in[c] * w[d_conv - 1];
-      x[c] = ops::SiluF(s);
+      xt[c] = ops::SiluF(s);
     }
-    // Slide the window.
-    if (d_conv > 1) {
+    if (d_conv > 1) {  // slide the window
       std::memmove(conv_state, conv_state + conv_dim, static_cast<size_t>((d_conv - 2) * conv_dim) * sizeof(float));
       std::memcpy(conv_state + (d_conv - 2) * conv_dim, in, static_cast<size_t>(conv_dim) * sizeof(float));
     }
-    float* q = x.data();
-    float* k = x.data() + key_dim;
-    const float* v = x.data() + 2 * key_dim;
     for (int64_t hh = 0; hh < n_k; ++hh) {
-      ops::L2Norm(q + hh * dk, dk, hp.rms_eps);
-      ops::L2Norm(k + hh * dk, dk, hp.rms_eps);
+      ops::L2Norm(xt + hh * dk, dk, hp.rms_eps);
+      ops::L2Norm(xt + key_dim + hh * dk, dk, hp.rms_eps);
+      for (int64_t i = 0; i < dk; ++i) xt[hh * dk + i] *= q_scale;
     }
     for (int64_t hv = 0; hv < n_v; ++hv) {
-      const float* qh = q + (hv % n_k) * dk;
-      const float* kh = k + (hv % n_k) * dk;
-      const float* vh = v + hv * dv;
-      const float b = ops::Sigmoid(beta[t * n_v + hv]);
-      const float g = ops::Softplus(alpha[t * n_v + hv] + dt_bias[hv]) * a[hv];
-      const float decay = std::exp(g);
-      float* Sh = S + hv * dk * dv;
-      for (int64_t i = 0; i < dk * dv; ++i) Sh[i] *= decay;
-      std::fill(kv.begin(), kv.end(), 0.0f);
-      for (int64_t i = 0; i < dk; ++i)
-        for (int64_t j = 0; j < dv; ++j) kv[j] += Sh[i * dv + j] * kh[i];
-      for (int64_t j = 0; j < dv; ++j) d[j] = b * (vh[j] - kv[j]);
-      for (int64_t i = 0; i < dk; ++i)
-        for (int64_t j = 0; j < dv; ++j) Sh[i * dv + j] += kh[i] * d[j];
-      float* o = &y[t * value_dim + hv * dv];
-      std::fill(o, o + dv, 0.0f);
-      for (int64_t i = 0; i < dk; ++i) {
-        const float qi = qh[i] * q_scale;
-        for (int64_t j = 0; j < dv; ++j) o[j] += Sh[i * dv + j] * qi;
+      beta[t * n_v + hv] = ops::Sigmoid(beta[t * n_v + hv]);
+      alpha[t * n_v + hv] = ops::Softplus(alpha[t * n_v + hv] + dt_bias[hv]) * a[hv];  // g
+    }
+  }
+
+  // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
+  //    and per value head.
+  std::vector<float> y(static_cast<size_t>(n * value_dim));
+  const DeltaNetMode mode = GetDeltaNetMode();
+  for (int64_t t0 = 0; t0 < n;) {
+    int64_t t1 = t0 + 1;
+    while (t1 < n && states[t1] == states[t0]) ++t1;
+    const int64_t m = t1 - t0;
+    const bool chunked = mode == DeltaNetMode::kChunked || (mode == DeltaNetMode::kAuto && m >= kDeltaNetChunkedMin);
+    float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
+    backend.ParallelFor(n_v, [&](int64_t hb, int64_t he) {
+      std::vector<const float*> qp(static_cast<size_t>(m)), kp(static_cast<size_t>(m)), vp(static_cast<size_t>(m));
+      std::vector<float*> op(static_cast<size_t>(m));
+      std::vector<float> g(static_cast<size_t>(m)), b(static_cast<size_t>(m));
+      for (int64_t hv = hb; hv < he; ++hv) {
+        for (int64_t i = 0; i < m; ++i) {
+          const float* xt = &x[(t0 + i) * conv_dim];
+          qp[i] = xt + (hv % n_k) * dk;
+          kp[i] = xt + key_dim + (hv % n_k) * dk;
+          vp[i] = xt + 2 * key_dim + hv * dv;
+          op[i] = &y[(t0 + i) * value_dim + hv * dv];
+          g[i] = alpha[(t0 + i) * n_v + hv];
+          b[i] = beta[(t0 + i) * n_v + hv];
+        }
+        float* S = S_all + hv * dk * dv;
+        if (chunked) ChunkedHead(m, dk, dv, qp.data(), kp.data(), vp.data(), g.data(), b.data(), S, op.data());
+        else SequentialHead(m, dk, dv, qp.data(), kp.data(), vp.data(), g.data(), b.data(), S, op.data());
       }
-      // Gated RMSNorm: rms_norm(o) * ssm_norm * silu(z).
+    });
+    t0 = t1;
+  }
+
+  // 3. Gated RMSNorm per head: rms_norm(o) * ssm_norm * silu(z), then the output projection.
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t hv = 0; hv < n_v; ++hv) {
+      float* o = &y[t * value_dim + hv * dv];
       ops::RmsNorm(o, norm_w, dv, hp.rms_eps);
       const float* zh = &z[t * value_dim + hv * dv];
       for (int64_t j = 0; j < dv; ++j) o[j] *= ops::SiluF(zh[j]);
     }
-  }
   backend.MatMul(Matrix(*model.Get(il, R::kSsmOut)), y.data(), n, out);
   return Status::Ok();
 }

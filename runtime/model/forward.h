@@ -60,6 +60,14 @@ struct SequenceBatch {
   bool all_logits = false;  // logits for every token of this sequence, not only its last
 };
 
+// How gated delta-net layers run a prompt's recurrence (decode steps are
+// always sequential). kAuto picks the chunked form for runs of at least
+// kDeltaNetChunkedMin tokens. STRATA_DELTA_NET=sequential|chunked overrides.
+enum class DeltaNetMode { kAuto = 0, kSequential = 1, kChunked = 2 };
+inline constexpr int64_t kDeltaNetChunkedMin = 16;
+DeltaNetMode GetDeltaNetMode();
+void SetDeltaNetMode(DeltaNetMode mode);
+
 // Several sequences in one pass (continuous batching): every matrix product
 // runs once over the tokens of all sequences, attention and recurrent state
 // stay per sequence. Logits rows are written sequence by sequence, in order.
