@@ -51,11 +51,19 @@ ReusePlan PlanReuse(std::span<const int32_t> cached, std::span<const int32_t> pr
 }
 
 struct Scheduler::Slot {
+  void TakeSnapshot() {
+    for (size_t il = 0; il < state.conv.size(); ++il) {
+      std::copy(state.conv[il].begin(), state.conv[il].end(), snapshot_conv[il].begin());
+      std::copy(state.ssm[il].begin(), state.ssm[il].end(), snapshot_ssm[il].begin());
+    }
+    snapshot_pos = state.n_past;
+  }
+
   enum class Phase { kIdle, kPrompt, kGenerate };
   int id = 0;
   SequenceState state;
   std::vector<int32_t> cached;  // the tokens the state holds, in order (size == state.n_past)
-  // Recurrent state at the end of the last prompt (models with recurrent layers).
+  // Recurrent state at the last prompt but its last token (models with recurrent layers).
   int64_t snapshot_pos = -1;
   std::vector<std::vector<float>> snapshot_conv, snapshot_ssm;
   uint64_t last_used = 0;
@@ -269,6 +277,7 @@ void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
   slot.phase = Slot::Phase::kPrompt;
   slot.job = std::move(job);
   slot.prompt_pos = static_cast<size_t>(plan.tokens);
+  if (recurrent_ && slot.prompt_pos + 1 == prompt.size() && slot.snapshot_pos != plan.tokens) slot.TakeSnapshot();
   slot.generated.clear();
   slot.sampler.emplace(slot.job->request().sampling);
   slot.stop = StopMatcher(slot.job->request().stop);
@@ -324,7 +333,9 @@ void Scheduler::Step() {
   for (Slot* s : prompting) {
     if (budget <= 0) break;
     const std::vector<int32_t>& prompt = s->job->request().prompt;
-    const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size() - s->prompt_pos));
+    const int64_t remaining = static_cast<int64_t>(prompt.size() - s->prompt_pos);
+    int64_t n = std::min<int64_t>(budget, remaining);
+    if (recurrent_ && n == remaining && remaining > 1) --n;  // the last token alone: snapshot before it
     entries.push_back({s, true});
     batch.push_back({&s->state, std::span<const int32_t>(prompt).subspan(s->prompt_pos, static_cast<size_t>(n)),
                      false});
@@ -368,16 +379,11 @@ void Scheduler::Step() {
     s.cached.insert(s.cached.end(), batch[i].tokens.begin(), batch[i].tokens.end());
     if (entries[i].prompt) {
       s.prompt_pos += batch[i].tokens.size();
-      if (s.prompt_pos < s.job->request().prompt.size()) continue;  // more prompt next step
+      const size_t prompt_size = s.job->request().prompt.size();
+      if (recurrent_ && s.prompt_pos + 1 == prompt_size) s.TakeSnapshot();  // where prefix reuse can go back to
+      if (s.prompt_pos < prompt_size) continue;  // more prompt next step
       s.t_prompt_done = t1;
       s.stats.prompt_ms = MsSince(s.t_admit, t1);
-      if (recurrent_) {  // the snapshot prefix reuse can go back to
-        for (size_t il = 0; il < s.state.conv.size(); ++il) {
-          std::copy(s.state.conv[il].begin(), s.state.conv[il].end(), s.snapshot_conv[il].begin());
-          std::copy(s.state.ssm[il].begin(), s.state.ssm[il].end(), s.snapshot_ssm[il].begin());
-        }
-        s.snapshot_pos = s.state.n_past;
-      }
       s.phase = Slot::Phase::kGenerate;
     }
     Emit(s, std::span<const float>(logits.data() + i * V, V));

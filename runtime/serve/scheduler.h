@@ -16,8 +16,11 @@
 //    and the prompt (the KV cache is cut back to it);
 //  - models with recurrent layers (qwen35moe): recurrent state cannot be cut
 //    back, so only two points are reusable: the slot's whole sequence (when
-//    the prompt starts with all of it) and the end of the slot's last prompt,
-//    of which the slot keeps a snapshot of the recurrent state.
+//    the prompt starts with all of it: the usual next turn of a chat or an
+//    agent), and the slot's last prompt but its last token, where the slot
+//    keeps a snapshot of the recurrent state (a regenerated answer, or a next
+//    turn whose re-sent answer tokenizes differently from what was generated).
+//    To take that snapshot, a prompt's last token runs in a step of its own.
 // At least the prompt's last token always runs (its logits start the answer).
 
 #include <cstdint>
