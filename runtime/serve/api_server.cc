@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "runtime/base/strings.h"
 #include "runtime/serve/chat_prompt.h"
@@ -20,7 +21,7 @@ namespace {
 using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-// How long a handler waits in silence before it writes a keep-alive (and so
+// How often a handler that has nothing to send writes a keep-alive (and so
 // finds out whether its client is still there).
 constexpr auto kKeepAlive = std::chrono::milliseconds(500);
 // A non-streamed answer that is ready within this time gets a normal
@@ -218,9 +219,17 @@ Result<int> ApiServer::Bind() {
   return options_.port;
 }
 
-void ApiServer::Listen() { http_->listen_after_bind(); }
+void ApiServer::Listen() {
+  http_->listen_after_bind();
+  listen_returned_.store(true);
+}
 
-void ApiServer::Stop() { http_->stop(); }
+void ApiServer::Stop() {
+  // httplib's stop() does nothing before listening has begun; a server that
+  // fails to load right after binding must still stop.
+  while (!http_->is_running() && !listen_returned_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
+}
 
 void ApiServer::Routes() {
   httplib::Server& s = *http_;
@@ -229,6 +238,16 @@ void ApiServer::Routes() {
   const size_t threads = static_cast<size_t>(options_.parallel + options_.queue + 8);
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_payload_max_length(options_.max_body);
+  // httplib's default also sets SO_REUSEPORT, with which a second server
+  // could bind the same port and silently take half the connections.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+#ifdef _WIN32
+    setsockopt(sock, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&yes), sizeof(yes));
+#else
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));  // restart while old connections linger
+#endif
+  });
   s.set_tcp_nodelay(true);
   s.set_keep_alive_timeout(5);
   s.set_read_timeout(30);
@@ -485,14 +504,16 @@ void ApiServer::Routes() {
       res.set_chunked_content_provider(
           "application/json",
           [x](size_t, httplib::DataSink& sink) {
+            auto last_write = Clock::now();
             while (!x->done) {
               JobUpdate u;
-              if (x->job->Wait(kKeepAlive, &u)) {
-                x->Absorb(u);
-              } else if (!sink.write(" ", 1)) {
+              if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
+              if (x->done || Clock::now() - last_write < kKeepAlive) continue;
+              if (!sink.write(" ", 1)) {
                 x->scheduler->Cancel(x->job);
                 return false;
               }
+              last_write = Clock::now();
             }
             const std::string body = x->error ? x->error->Body() : Dump(x->Answer());
             if (!sink.write(body.data(), body.size())) return false;

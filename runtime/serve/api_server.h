@@ -63,6 +63,7 @@ class ApiServer {
   ServeOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<const ServingModel*> ready_{nullptr};
+  std::atomic<bool> listen_returned_{false};
 };
 
 }  // namespace strata::serve

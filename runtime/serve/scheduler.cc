@@ -223,6 +223,7 @@ void Scheduler::Loop() {
       if (stop_ && active_ == 0) break;
       AdmitLocked();
     }
+    if (options_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.step_delay_ms));
     Step();
   }
 }
@@ -422,14 +423,6 @@ void Scheduler::FinishSlot(Slot& s, FinishReason reason, const ApiError* error) 
   } else {
     st.prompt_ms = MsSince(s.t_admit, now);
   }
-  if (error) {
-    s.job->Fail(*error, st);
-  } else {
-    // Held-back text that did not become a stop string is shown (as the CLI does).
-    std::string tail = s.stop.Flush();
-    s.job->Append(s.utf8.Push(s.stop_string_hit ? std::string() : tail) + s.utf8.Finish());
-    s.job->Finish(reason, st);
-  }
   if (options_.log_requests) {
     const int64_t read = st.prompt_tokens - st.reused_tokens;
     std::fprintf(stderr,
@@ -452,6 +445,15 @@ void Scheduler::FinishSlot(Slot& s, FinishReason reason, const ApiError* error) 
     else ++metrics_.requests_finished_total;
   }
   idle_cv_.notify_all();
+  // The job hears last, so whoever it answers sees the counters already updated.
+  if (error) {
+    s.job->Fail(*error, st);
+  } else {
+    // Held-back text that did not become a stop string is shown (as the CLI does).
+    std::string tail = s.stop.Flush();
+    s.job->Append(s.utf8.Push(s.stop_string_hit ? std::string() : tail) + s.utf8.Finish());
+    s.job->Finish(reason, st);
+  }
   s.phase = Slot::Phase::kIdle;
   s.job.reset();
   s.sampler.reset();

@@ -48,6 +48,7 @@ struct SchedulerOptions {
   int queue_limit = 64;        // requests waiting beyond the slots
   int32_t step_tokens = 512;   // tokens per forward pass, all slots together (>= parallel)
   bool log_requests = true;    // one line per finished request on stderr
+  int step_delay_ms = 0;       // tests only: a pause before each step, so timing-dependent tests hold
 };
 
 // How much of a slot's cache a prompt reuses (see the header comment).

@@ -138,6 +138,8 @@ int Serve(const ServeOptions& options) {
   so.n_ctx = o.n_ctx;
   so.queue_limit = o.queue;
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
+  // Test hook: slow every step down so tests can act while requests run.
+  if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = std::atoi(delay);
   std::fprintf(stderr, "strata serve: memory plan: %d slots x %lld positions = %s of KV cache and recurrent state "
                "(%s per slot), allocated now\n", so.parallel, static_cast<long long>(so.n_ctx),
                HumanBytes(Scheduler::PlannedBytes(hp, so)).c_str(),
