@@ -191,6 +191,7 @@ int Serve(const RunOptions& o) {
   so.batch = o.batch;
   so.max_body = o.max_body;
   so.sampling = o.sampling;
+  so.max_tokens = o.n_predict;
   so.reference = o.reference;
   so.verify = o.verify;
   return serve::Serve(so);

@@ -71,6 +71,7 @@ Status RunOptions::Validate() const {
     if (queue < 0 || queue > 4096) return InvalidArgument(StrFormat("--queue %d: expected 0..4096", queue));
     if (host.empty()) return InvalidArgument("--host: give an address, e.g. 127.0.0.1");
     if (max_body < 1024 || max_body > (1u << 30)) return InvalidArgument("--max-body: expected 1024..1073741824");
+    if (n_predict == 0) return InvalidArgument("-n 0 with --serve: give the default max_tokens (>= 1), or -1 for none");
     return sampling.Validate();
   }
   int inputs = !prompt.empty() + !prompt_file.empty() + !tokens.empty();

@@ -353,8 +353,6 @@ std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, con
       return e;
     }
     out->max_tokens = static_cast<int32_t>(v);
-  } else if (kind == ApiKind::kCompletion) {
-    out->max_tokens = 16;  // OpenAI's default for completions
   }
   if (auto e = ParseStop(j, limits, &out->stop)) return e;
   return std::nullopt;

@@ -41,7 +41,7 @@ struct ApiRequest {
   bool include_usage = false;         // stream_options.include_usage
   SamplingParams sampling;            // the server's defaults, overridden by the request
   bool has_seed = false;
-  int32_t max_tokens = -1;            // -1: not given
+  int32_t max_tokens = -1;            // -1: not given (the server's default applies)
   std::vector<std::string> stop;
 };
 

@@ -249,7 +249,7 @@ void ApiServer::Routes() {
 #endif
   });
   s.set_tcp_nodelay(true);
-  s.set_keep_alive_timeout(5);
+  s.set_keep_alive_timeout(2);  // also bounds how long shutdown waits for idle connections
   s.set_read_timeout(30);
   s.set_write_timeout(10);
 
@@ -433,6 +433,8 @@ void ApiServer::Routes() {
       g.sampling = ar.sampling;
       if (!ar.has_seed) g.sampling.seed = RandomU64();
       g.max_tokens = ar.max_tokens;
+      if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
+                                           : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults
 
       ApiError rejection;
       auto job = sched.Submit(std::move(g), &rejection);

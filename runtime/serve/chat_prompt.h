@@ -4,7 +4,8 @@
 // Message content is user input: it is tokenized with special-token parsing
 // OFF, so text such as "<|im_end|>" typed into a message stays text and
 // cannot close a turn or forge a system message. Only the template's own
-// markers become special tokens. For content without special-token text the
+// markers become special tokens (when the vocabulary has them; otherwise
+// they are text like the rest). For content without special-token text the
 // ids are exactly those of Encode(template.Render(...), add_special, true),
 // which is what `strata-run --chat` runs.
 //

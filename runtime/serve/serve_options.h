@@ -22,6 +22,7 @@ struct ServeOptions {
   int32_t batch = 512;             // tokens per forward pass, all slots together
   size_t max_body = 16u << 20;     // request bodies above this get 413
   SamplingParams sampling;         // defaults for requests that do not set them
+  int32_t max_tokens = -1;         // -n: default max_tokens; -1: chat until the end, completions 16 (OpenAI's)
   bool reference = false;          // the plain reference backend
   bool verify = false;             // verify every blob's checksum at load
   int shutdown_grace_ms = 10000;   // on SIGINT/SIGTERM, running requests get this long to finish
