@@ -231,12 +231,16 @@ void Scheduler::Loop() {
 void Scheduler::AdmitLocked() {
   if (purge_) {
     purge_ = false;
-    std::erase_if(queue_, [](const std::shared_ptr<Job>& j) { return j->cancelled(); });
+    metrics_.requests_cancelled_total +=
+        std::erase_if(queue_, [](const std::shared_ptr<Job>& j) { return j->cancelled(); });
   }
   while (!queue_.empty() && active_ < options_.parallel) {
     std::shared_ptr<Job> job = std::move(queue_.front());
     queue_.pop_front();
-    if (job->cancelled()) continue;
+    if (job->cancelled()) {
+      ++metrics_.requests_cancelled_total;
+      continue;
+    }
     // The idle slot that reuses the most; among equals the least recently used.
     Slot* best = nullptr;
     ReusePlan best_plan;
