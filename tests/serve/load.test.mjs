@@ -114,7 +114,7 @@ test(`load: ${CLIENTS} clients x ${REQUESTS} requests, --parallel ${SLOTS}`, { t
     assert.equal(latencies.length, CLIENTS * REQUESTS);
     assert.equal(m.requests_finished_total, CLIENTS * REQUESTS, "the server counted every request");
     assert.equal(m.tokens_predicted_total, tokens, "the server's token count matches the clients'");
-    assert.ok(m.n_busy_slots_per_decode > 1, "requests were batched together");
+    if (SLOTS > 1) assert.ok(m.n_busy_slots_per_decode > 1, "requests were batched together");
     assert.ok(cached > 0, "follow-up turns reused their slots");
     assert.equal(code, 0);
   }
