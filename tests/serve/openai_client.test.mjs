@@ -177,6 +177,32 @@ describe("a trained model (stories260K, SentencePiece with BOS, no ChatML tokens
   });
 });
 
+describe("openai client and the server's keep-alives", () => {
+  test("a streamed request that waits in the queue gets SSE keep-alive comments the client ignores", async () => {
+    // One slot, 30 ms a step: the second request waits about a second.
+    const slow = await startServer(pack, ["--parallel", "1"], { STRATA_SERVE_TEST_STEP_DELAY_MS: "30" });
+    try {
+      const c = new OpenAI({ baseURL: `${slow.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const ask = async () => {
+        const chunks = await collectStream(await c.chat.completions.create({
+          model: "tiny", messages: [{ role: "user", content: "wait" }], max_tokens: 30, stream: true,
+          stream_options: { include_usage: true } }));
+        return chunks[chunks.length - 1].usage.completion_tokens;
+      };
+      assert.deepEqual(await Promise.all([ask(), ask()]), [30, 30]);
+      // The same over raw HTTP: the waiting stream carries ": keep-alive" lines.
+      const raw = async () => (await fetch(`${slow.url}/v1/completions`, {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ prompt: "x", max_tokens: 30, stream: true }) })).text();
+      const bodies = await Promise.all([raw(), raw()]);
+      assert.ok(bodies.some((b) => b.includes(": keep-alive\n\n")), "a waiting stream got keep-alives");
+      for (const b of bodies) assert.ok(b.endsWith("data: [DONE]\n\n"));
+    } finally {
+      assert.equal(await slow.stop(), 0);
+    }
+  });
+});
+
 describe("openai client with an API key", () => {
   test("refused without the key, served with it", async () => {
     const keyed = await startServer(pack, [], { STRATA_API_KEY: "k-123" });
