@@ -184,6 +184,11 @@ void Scheduler::CancelAll() {
   cv_.notify_all();
 }
 
+void Scheduler::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
 void Scheduler::Drain(int grace_ms) {
   std::deque<std::shared_ptr<Job>> refused;
   {

@@ -98,6 +98,8 @@ class Scheduler {
   Result<std::shared_ptr<Job>> Submit(GenerationRequest request, ApiError* rejection);
   // Cancels a job (its client went away) and wakes the scheduler.
   void Cancel(const std::shared_ptr<Job>& job);
+  // From now on Submit refuses (503): the first thing shutdown does.
+  void StopAccepting();
   // Shutdown: refuse new requests, fail queued ones (503), let running ones
   // finish for up to `grace_ms`, then cancel them, and stop the thread.
   void Drain(int grace_ms);

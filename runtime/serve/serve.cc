@@ -168,6 +168,7 @@ int Serve(const ServeOptions& options) {
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 
+  (*scheduler)->StopAccepting();
   const SchedulerMetrics m = (*scheduler)->Metrics();
   std::fprintf(stderr, "strata serve: stopping: new requests get 503; %d running get up to %.0f s to finish (a "
                "second signal cancels them now), %d queued are refused\n", m.requests_processing,
