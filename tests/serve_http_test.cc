@@ -146,6 +146,8 @@ TEST_F(ServeHttpTest, EveryBadRequestGetsAnOpenAiErrorAndTheServerCarriesOn) {
       {"/v1/chat/completions", "{", 400, "not valid JSON"},
       {"/v1/chat/completions", "", 400, "empty"},
       {"/v1/chat/completions", "\"just a string\"", 400, "must be a JSON object"},
+      {"/v1/chat/completions", "{\"messages\": 1e999}", 400, "number overflow"},
+      {"/tokenize", "{\"content\": 1e999}", 400, "number overflow"},
       {"/v1/chat/completions", std::string(1000, '[') + std::string(1000, ']'), 400, "nests deeper"},
       {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}", 400,
        "not valid JSON"},

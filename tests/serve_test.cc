@@ -159,6 +159,8 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
   const std::vector<Case> cases = {
       {ApiKind::kChat, "", "", "empty"},
       {ApiKind::kChat, "{", "", "not valid JSON"},
+      {ApiKind::kChat, "[1e99999]", "", "not valid JSON"},  // found by fuzzing: number overflow
+      {ApiKind::kChat, "{" + m + R"(,"temperature":1e400})", "", "not valid JSON"},
       {ApiKind::kChat, "[1]", "", "must be a JSON object"},
       {ApiKind::kChat, std::string(100, '[') + std::string(100, ']'), "", "nests deeper"},
       {ApiKind::kChat, "{}", "messages", "'messages' is required"},

@@ -272,8 +272,10 @@ int JsonDepth(std::string_view text, int limit) {
   return max;
 }
 
-std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, const SamplingParams& defaults,
-                                        const ApiLimits& limits, ApiRequest* out) {
+namespace {
+
+std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const SamplingParams& defaults,
+                                     const ApiLimits& limits, ApiRequest* out) {
   *out = ApiRequest{};
   out->kind = kind;
   out->sampling = defaults;
@@ -284,7 +286,7 @@ std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, con
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers too large for a double
     return BadRequest(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
   }
   if (!j.is_object()) return BadRequest("the request body must be a JSON object, not " + TypeName(j), "",
@@ -356,6 +358,18 @@ std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, con
   }
   if (auto e = ParseStop(j, limits, &out->stop)) return e;
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, const SamplingParams& defaults,
+                                        const ApiLimits& limits, ApiRequest* out) {
+  // Every access above checks the type first; this is the net under it.
+  try {
+    return ParseChecked(kind, body, defaults, limits, out);
+  } catch (const nlohmann::json::exception& e) {
+    return BadRequest(std::string("the request body could not be read: ") + e.what(), "", "invalid_request");
+  }
 }
 
 }  // namespace strata::serve

@@ -182,7 +182,7 @@ std::optional<ApiError> ParseObject(const std::string& body, json* out) {
   if (JsonDepth(body, 64) > 64) return BadRequest("the request body nests too deep", "", "invalid_json");
   try {
     *out = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers too large for a double
     return BadRequest(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
   }
   if (!out->is_object()) return BadRequest("the request body must be a JSON object", "", "invalid_json");
