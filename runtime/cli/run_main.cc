@@ -1,5 +1,5 @@
 // strata-run: maps a pack and runs it: one-shot generation, interactive
-// chat, a benchmark, or tokenization.
+// chat, a benchmark, tokenization, or an HTTP server (--serve, runtime/serve).
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +24,7 @@
 #include "runtime/model/generator.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
+#include "runtime/serve/serve_options.h"
 #include "strata/version.h"
 
 namespace {
@@ -176,6 +177,28 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
   return kExitOk;
 }
 
+int Serve(const RunOptions& o) {
+  serve::ServeOptions so;
+  so.pack = o.pack;
+  so.host = o.host;
+  so.port = o.port;
+  so.parallel = o.parallel;
+  so.queue = o.queue;
+  so.api_key = o.api_key;
+  if (so.api_key.empty())
+    if (const char* env = std::getenv("STRATA_API_KEY")) so.api_key = env;
+  so.cors_origin = o.cors_origin;
+  so.n_ctx = o.n_ctx;
+  so.threads = o.threads;
+  so.batch = o.batch;
+  so.max_body = o.max_body;
+  so.sampling = o.sampling;
+  so.max_tokens = o.n_predict;
+  so.reference = o.reference;
+  so.verify = o.verify;
+  return serve::Serve(so);
+}
+
 int Main(int argc, char** argv) {
   RunOptions o;
   CLI::App app{"strata-run: maps a Strata pack and runs it: generate text, chat, benchmark, or tokenize."};
@@ -195,6 +218,7 @@ int Main(int argc, char** argv) {
   }
   Status valid = o.Validate();
   if (!valid.ok()) return Fail(valid);
+  if (o.serve) return Serve(o);
 
   auto t_load = std::chrono::steady_clock::now();
   PackOpenOptions po;

@@ -38,6 +38,21 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("--system", o.system, "system message for --chat");
   app.add_flag("--bench", o.bench, "measure prefill and decode speed (-p N prompt tokens, -n N generated)");
   app.add_option("--bench-reps", o.bench_reps, "benchmark repetitions after a warm-up (default 5)");
+
+  auto* serve = app.add_option_group("server", "--serve: an OpenAI-compatible HTTP server (docs/server.md)");
+  serve->add_flag("--serve", o.serve,
+                  "serve /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics and a chat page at /");
+  serve->add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
+  serve->add_option("--port", o.port, "port to listen on (default 8080; 0: any free port, printed at start)");
+  serve->add_option("--parallel", o.parallel, "slots: requests generated together in one batch (default 4)");
+  serve->add_option("--queue", o.queue, "requests that may wait for a slot; more get 503 (default 64)");
+  serve->add_option("--api-key", o.api_key,
+                    "require this key (Authorization: Bearer KEY) on every endpoint but /health and the chat page; "
+                    "default: the STRATA_API_KEY environment variable, else none");
+  serve->add_option("--cors-origin", o.cors_origin,
+                    "allow web pages from this origin (e.g. http://localhost:3000, or *) to call the API "
+                    "(default: none)");
+  serve->add_option("--max-body", o.max_body, "largest request body in bytes; larger ones get 413 (default 16 MiB)");
 }
 
 Status RunOptions::Validate() const {
@@ -46,6 +61,19 @@ Status RunOptions::Validate() const {
   if (threads < 0 || threads > 1024) return InvalidArgument(StrFormat("-t %d: expected 1..1024", threads));
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
+  if (serve) {
+    if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
+        !logits_out.empty())
+      return InvalidArgument("--serve takes its prompts over HTTP; drop -p/-f/--tokens/--chat/--bench/"
+                             "--tokenize-file/--logits-out");
+    if (port < 0 || port > 65535) return InvalidArgument(StrFormat("--port %d: expected 0..65535", port));
+    if (parallel < 1 || parallel > 256) return InvalidArgument(StrFormat("--parallel %d: expected 1..256", parallel));
+    if (queue < 0 || queue > 4096) return InvalidArgument(StrFormat("--queue %d: expected 0..4096", queue));
+    if (host.empty()) return InvalidArgument("--host: give an address, e.g. 127.0.0.1");
+    if (max_body < 1024 || max_body > (1u << 30)) return InvalidArgument("--max-body: expected 1024..1073741824");
+    if (n_predict == 0) return InvalidArgument("-n 0 with --serve: give the default max_tokens (>= 1), or -1 for none");
+    return sampling.Validate();
+  }
   int inputs = !prompt.empty() + !prompt_file.empty() + !tokens.empty();
   if (inputs > 1 && !bench) return InvalidArgument("give only one of -p, -f and --tokens");
   if (!bench && !chat && tokenize_file.empty() && inputs == 0)

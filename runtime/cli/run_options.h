@@ -35,6 +35,15 @@ struct RunOptions {
   bool bench = false;
   int64_t bench_prompt = 512;
   int bench_reps = 5;
+  // --serve: an OpenAI-compatible HTTP server (runtime/serve, docs/server.md).
+  bool serve = false;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int parallel = 4;
+  int queue = 64;
+  std::string api_key;
+  std::string cors_origin;
+  size_t max_body = 16u << 20;
 
   Status Validate() const;
 };

@@ -1,0 +1,375 @@
+#include "runtime/serve/api_request.h"
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/base/strings.h"
+
+namespace strata::serve {
+namespace {
+
+using nlohmann::json;
+
+std::string TypeName(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: return "something else";
+  }
+}
+
+ApiError WrongType(const std::string& field, const std::string& expected, const json& found) {
+  return BadRequest("'" + field + "' must be " + expected + ", not " + TypeName(found), field, "invalid_type");
+}
+
+ApiError OutOfRange(const std::string& field, const std::string& range, double found) {
+  return BadRequest(StrFormat("'%s' must be %s, not %g", field.c_str(), range.c_str(), found), field,
+                    "invalid_value");
+}
+
+// A present, non-null field, or nullptr.
+const json* Field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<ApiError> GetBool(const json& body, const char* name, bool* out) {
+  const json* v = Field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return WrongType(name, "true or false", *v);
+  *out = v->get<bool>();
+  return std::nullopt;
+}
+
+// A number in [lo, hi] (lo_open: the low end excluded).
+std::optional<ApiError> GetFloat(const json& body, const char* name, double lo, double hi, bool lo_open,
+                                 float* out) {
+  const json* v = Field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return WrongType(name, "a number", *v);
+  double d = v->get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo))
+    return OutOfRange(name, StrFormat(lo_open ? "in (%g, %g]" : "in [%g, %g]", lo, hi), d);
+  *out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> GetInt(const json& body, const char* name, int64_t lo, int64_t hi, int64_t* out) {
+  const json* v = Field(body, name);
+  if (!v) return std::nullopt;
+  if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) return WrongType(name, "an integer", *v);
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+      return OutOfRange(name, StrFormat("in [%lld, %lld]", static_cast<long long>(lo), static_cast<long long>(hi)), d);
+    *out = static_cast<int64_t>(d);
+    return std::nullopt;
+  }
+  if (!v->is_number_integer()) return WrongType(name, "an integer", *v);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return OutOfRange(name, StrFormat("in [%lld, %lld]", static_cast<long long>(lo), static_cast<long long>(hi)),
+                      v->get<double>());
+  int64_t i = v->get<int64_t>();
+  if (i < lo || i > hi)
+    return OutOfRange(name, StrFormat("in [%lld, %lld]", static_cast<long long>(lo), static_cast<long long>(hi)),
+                      static_cast<double>(i));
+  *out = i;
+  return std::nullopt;
+}
+
+// Fields that would change the answer if silently ignored.
+std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
+  auto refuse = [](const std::string& field, const std::string& why) {
+    return BadRequest("'" + field + "' is not supported by this server: " + why, field, "unsupported_parameter");
+  };
+  for (const char* f : {"tools", "functions"})
+    if (const json* v = Field(body, f); v && !(v->is_array() && v->empty()))
+      return refuse(f, "it has no tool or function calling");
+  if (const json* v = Field(body, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "none"))
+    return refuse("tool_choice", "it has no tool calling (only \"none\" is accepted)");
+  if (const json* v = Field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
+    return refuse("function_call", "it has no function calling");
+  if (const json* v = Field(body, "response_format")) {
+    const json* t = v->is_object() ? Field(*v, "type") : nullptr;
+    if (!t || !t->is_string() || t->get<std::string>() != "text")
+      return refuse("response_format", "only {\"type\": \"text\"} is accepted (no JSON mode or schemas)");
+  }
+  for (const char* f : {"grammar", "json_schema", "audio", "prediction"})
+    if (Field(body, f)) return refuse(f, "not implemented");
+  if (const json* v = Field(body, "logprobs")) {
+    bool on = v->is_boolean() ? v->get<bool>() : !(v->is_number() && v->get<double>() == 0);
+    if (on) return refuse("logprobs", "log probabilities are not reported");
+  }
+  if (const json* v = Field(body, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
+    return refuse("top_logprobs", "log probabilities are not reported");
+  if (const json* v = Field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
+    return refuse("logit_bias", "not implemented");
+  for (const char* f : {"n", "best_of"})
+    if (const json* v = Field(body, f); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
+      return refuse(f, "one choice per request (the value must be 1)");
+  if (const json* v = Field(body, "modalities")) {
+    if (!v->is_array() || v->size() != 1 || !(*v)[0].is_string() || (*v)[0].get<std::string>() != "text")
+      return refuse("modalities", "only [\"text\"] is accepted");
+  }
+  if (kind == ApiKind::kCompletion) {
+    if (const json* v = Field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
+      return refuse("echo", "the prompt is not echoed");
+    if (const json* v = Field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
+      return refuse("suffix", "no fill-in-the-middle");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseMessages(const json& body, std::vector<ChatMessage>* out) {
+  const json* msgs = Field(body, "messages");
+  if (!msgs) return BadRequest("'messages' is required: an array of {\"role\", \"content\"} objects", "messages",
+                               "missing_field");
+  if (!msgs->is_array()) return WrongType("messages", "an array of messages", *msgs);
+  if (msgs->empty()) return BadRequest("'messages' is empty: give at least one message", "messages", "invalid_value");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string where = StrFormat("messages[%zu]", i);
+    if (!m.is_object()) return WrongType(where, "an object with \"role\" and \"content\"", m);
+    const json* role = Field(m, "role");
+    if (!role) return BadRequest("'" + where + ".role' is required", where + ".role", "missing_field");
+    if (!role->is_string()) return WrongType(where + ".role", "a string", *role);
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
+    if (r == "tool" || r == "function")
+      return BadRequest("'" + where + ".role' is \"" + r + "\": this server has no tool calling", where + ".role",
+                        "unsupported_parameter");
+    if (r != "system" && r != "user" && r != "assistant")
+      return BadRequest("'" + where + ".role' must be \"system\", \"developer\", \"user\" or \"assistant\", not \"" +
+                            r + "\"",
+                        where + ".role", "invalid_value");
+    if (Field(m, "tool_calls") || Field(m, "function_call"))
+      return BadRequest("'" + where + "' has tool calls: this server has no tool calling", where,
+                        "unsupported_parameter");
+    ChatMessage cm;
+    cm.role = r;
+    const json* content = Field(m, "content");
+    if (!content) {
+      if (r != "assistant")
+        return BadRequest("'" + where + ".content' is required", where + ".content", "missing_field");
+    } else if (content->is_string()) {
+      cm.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      // Content parts: only text ones, joined in order.
+      for (size_t k = 0; k < content->size(); ++k) {
+        const json& part = (*content)[k];
+        const std::string pw = StrFormat("%s.content[%zu]", where.c_str(), k);
+        if (!part.is_object()) return WrongType(pw, "a content part object", part);
+        const json* type = Field(part, "type");
+        if (!type || !type->is_string())
+          return BadRequest("'" + pw + ".type' is required and must be a string", pw + ".type", "missing_field");
+        if (type->get<std::string>() != "text")
+          return BadRequest("'" + pw + ".type' is \"" + type->get<std::string>() +
+                                "\": only text content parts are supported",
+                            pw + ".type", "unsupported_parameter");
+        const json* text = Field(part, "text");
+        if (!text || !text->is_string())
+          return BadRequest("'" + pw + ".text' is required and must be a string", pw + ".text", "missing_field");
+        cm.content += text->get<std::string>();
+      }
+    } else {
+      return WrongType(where + ".content", "a string or an array of content parts", *content);
+    }
+    out->push_back(std::move(cm));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParsePrompt(const json& body, const ApiLimits& limits, ApiRequest* out) {
+  const json* p = Field(body, "prompt");
+  if (!p) return BadRequest("'prompt' is required: a string or an array of token ids", "prompt", "missing_field");
+  const json* one = p;
+  if (p->is_array() && !p->empty() && !(*p)[0].is_number()) {
+    // A list of prompts: the server answers one per request.
+    if (p->size() != 1)
+      return BadRequest(StrFormat("'prompt' has %zu prompts: send one prompt per request", p->size()), "prompt",
+                        "unsupported_parameter");
+    one = &(*p)[0];
+  }
+  if (one->is_string()) {
+    out->prompt_text = one->get<std::string>();
+    if (out->prompt_text.empty()) return BadRequest("'prompt' is empty", "prompt", "invalid_value");
+    return std::nullopt;
+  }
+  if (!one->is_array()) return WrongType("prompt", "a string or an array of token ids", *one);
+  if (one->empty()) return BadRequest("'prompt' is empty", "prompt", "invalid_value");
+  out->prompt_is_ids = true;
+  for (size_t i = 0; i < one->size(); ++i) {
+    const json& id = (*one)[i];
+    if (!id.is_number_integer())
+      return BadRequest(StrFormat("'prompt[%zu]' must be a token id (an integer), not %s", i, TypeName(id).c_str()),
+                        "prompt", "invalid_type");
+    int64_t v = id.is_number_unsigned() && id.get<uint64_t>() > INT64_MAX ? -1 : id.get<int64_t>();
+    if (v < 0 || v >= static_cast<int64_t>(limits.n_vocab))
+      return BadRequest(StrFormat("'prompt[%zu]' is token id %lld, out of range: the vocabulary has %u tokens", i,
+                                  static_cast<long long>(v), limits.n_vocab),
+                        "prompt", "invalid_value");
+    out->prompt_ids.push_back(static_cast<int32_t>(v));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseStop(const json& body, const ApiLimits& limits, std::vector<std::string>* out) {
+  const json* s = Field(body, "stop");
+  if (!s) return std::nullopt;
+  std::vector<const json*> items;
+  if (s->is_string()) {
+    items.push_back(s);
+  } else if (s->is_array()) {
+    if (s->size() > limits.max_stop)
+      return BadRequest(StrFormat("'stop' has %zu strings; at most %zu are accepted", s->size(), limits.max_stop),
+                        "stop", "invalid_value");
+    for (const json& e : *s) items.push_back(&e);
+  } else {
+    return WrongType("stop", "a string or an array of strings", *s);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i]->is_string())
+      return BadRequest(StrFormat("'stop[%zu]' must be a string, not %s", i, TypeName(*items[i]).c_str()), "stop",
+                        "invalid_type");
+    std::string v = items[i]->get<std::string>();
+    if (v.empty()) return BadRequest(StrFormat("'stop[%zu]' is an empty string", i), "stop", "invalid_value");
+    if (v.size() > limits.max_stop_bytes)
+      return BadRequest(StrFormat("'stop[%zu]' is %zu bytes long; at most %zu are accepted", i, v.size(),
+                                  limits.max_stop_bytes),
+                        "stop", "invalid_value");
+    out->push_back(std::move(v));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int JsonDepth(std::string_view text, int limit) {
+  int depth = 0, max = 0;
+  bool in_string = false, escape = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > max) max = depth;
+      if (max > limit) return max;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return max;
+}
+
+namespace {
+
+std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const SamplingParams& defaults,
+                                     const ApiLimits& limits, ApiRequest* out) {
+  *out = ApiRequest{};
+  out->kind = kind;
+  out->sampling = defaults;
+  if (body.empty()) return BadRequest("the request body is empty: send a JSON object", "", "invalid_json");
+  if (JsonDepth(body, limits.max_json_depth) > limits.max_json_depth)
+    return BadRequest(StrFormat("the request body nests deeper than %d levels", limits.max_json_depth), "",
+                      "invalid_json");
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers too large for a double
+    return BadRequest(std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+  if (!j.is_object()) return BadRequest("the request body must be a JSON object, not " + TypeName(j), "",
+                                        "invalid_json");
+
+  if (auto e = RefuseUnsupported(j, kind)) return e;
+  if (const json* m = Field(j, "model")) {
+    if (!m->is_string()) return WrongType("model", "a string", *m);
+    out->model = m->get<std::string>();
+  }
+  if (kind == ApiKind::kChat) {
+    if (Field(j, "prompt")) return BadRequest("'prompt' belongs to /v1/completions; chat takes 'messages'", "prompt",
+                                              "unsupported_parameter");
+    if (auto e = ParseMessages(j, &out->messages)) return e;
+  } else {
+    if (Field(j, "messages"))
+      return BadRequest("'messages' belongs to /v1/chat/completions; completions take 'prompt'", "messages",
+                        "unsupported_parameter");
+    if (auto e = ParsePrompt(j, limits, out)) return e;
+  }
+  if (auto e = GetBool(j, "stream", &out->stream)) return e;
+  if (const json* so = Field(j, "stream_options")) {
+    if (!so->is_object()) return WrongType("stream_options", "an object", *so);
+    if (!out->stream) return BadRequest("'stream_options' is only allowed with \"stream\": true", "stream_options",
+                                        "invalid_value");
+    if (const json* iu = Field(*so, "include_usage")) {
+      if (!iu->is_boolean()) return WrongType("stream_options.include_usage", "true or false", *iu);
+      out->include_usage = iu->get<bool>();
+    }
+  }
+
+  SamplingParams& s = out->sampling;
+  if (auto e = GetFloat(j, "temperature", 0, 100, false, &s.temperature)) return e;
+  if (auto e = GetFloat(j, "top_p", 0, 1, true, &s.top_p)) return e;
+  if (auto e = GetFloat(j, "min_p", 0, 1, false, &s.min_p)) return e;
+  if (auto e = GetFloat(j, "presence_penalty", -2, 2, false, &s.presence_penalty)) return e;
+  if (auto e = GetFloat(j, "frequency_penalty", -2, 2, false, &s.frequency_penalty)) return e;
+  if (auto e = GetFloat(j, "repeat_penalty", 0, 10, true, &s.repeat_penalty)) return e;
+  int64_t v = 0;
+  if (Field(j, "top_k")) {
+    if (auto e = GetInt(j, "top_k", 0, INT32_MAX, &v)) return e;
+    s.top_k = static_cast<int32_t>(v);
+  }
+  if (const json* seed = Field(j, "seed")) {
+    if (seed->is_number_unsigned()) {
+      s.seed = seed->get<uint64_t>();
+    } else if (seed->is_number_integer()) {
+      s.seed = static_cast<uint64_t>(seed->get<int64_t>());  // negative seeds wrap, as in two's complement
+    } else {
+      return WrongType("seed", "an integer", *seed);
+    }
+    out->has_seed = true;
+  }
+  // max_completion_tokens is OpenAI's newer name; both are accepted, not both at once.
+  const char* max_name = "max_tokens";
+  if (Field(j, "max_completion_tokens")) {
+    if (Field(j, "max_tokens"))
+      return BadRequest("give 'max_tokens' or 'max_completion_tokens', not both", "max_completion_tokens",
+                        "invalid_value");
+    max_name = "max_completion_tokens";
+  }
+  if (Field(j, max_name)) {
+    if (auto e = GetInt(j, max_name, 1, limits.n_ctx, &v)) {
+      e->message += StrFormat(" (the context of a slot holds %lld tokens, prompt included)",
+                              static_cast<long long>(limits.n_ctx));
+      return e;
+    }
+    out->max_tokens = static_cast<int32_t>(v);
+  }
+  if (auto e = ParseStop(j, limits, &out->stop)) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, const SamplingParams& defaults,
+                                        const ApiLimits& limits, ApiRequest* out) {
+  // Every access above checks the type first; this is the net under it.
+  try {
+    return ParseChecked(kind, body, defaults, limits, out);
+  } catch (const nlohmann::json::exception& e) {
+    return BadRequest(std::string("the request body could not be read: ") + e.what(), "", "invalid_request");
+  }
+}
+
+}  // namespace strata::serve

@@ -1,0 +1,58 @@
+#pragma once
+// Parsing and checking the bodies of /v1/chat/completions and
+// /v1/completions. Every way a body can be wrong ends here as an ApiError
+// that names the field and what was expected; nothing past this point sees
+// an unchecked value.
+//
+// Fields the server does not implement but that would change the answer if
+// ignored (tools, response_format other than text, logprobs, n > 1, ...) are
+// refused; other unknown fields are ignored, as OpenAI clients send many.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/chat/chat_template.h"
+#include "runtime/model/sampler.h"
+#include "runtime/serve/api_error.h"
+
+namespace strata::serve {
+
+enum class ApiKind { kChat, kCompletion };
+
+struct ApiLimits {
+  int64_t n_ctx = 4096;        // the context of one slot: max_tokens may not exceed it
+  uint32_t n_vocab = 0;        // token ids in a prompt must be below it
+  size_t max_stop = 16;        // stop strings per request
+  size_t max_stop_bytes = 1024;
+  int max_json_depth = 64;     // deeper bodies are refused before parsing
+};
+
+struct ApiRequest {
+  ApiKind kind = ApiKind::kChat;
+  std::string model;                  // as sent (the server has one model and answers with its name)
+  std::vector<ChatMessage> messages;  // kChat
+  std::string prompt_text;            // kCompletion, unless prompt_ids
+  std::vector<int32_t> prompt_ids;    // kCompletion with a token array
+  bool prompt_is_ids = false;
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+  SamplingParams sampling;            // the server's defaults, overridden by the request
+  bool has_seed = false;
+  int32_t max_tokens = -1;            // -1: not given (the server's default applies)
+  std::vector<std::string> stop;
+};
+
+// Parses a body. `defaults` are the server's sampling defaults (from the
+// command line). Returns the error to send, or nullopt with *out filled.
+std::optional<ApiError> ParseApiRequest(ApiKind kind, std::string_view body, const SamplingParams& defaults,
+                                        const ApiLimits& limits, ApiRequest* out);
+
+// Nesting depth of a JSON text (brackets outside strings), stopping early
+// once it passes `limit`. Used to refuse bodies that would make a recursive
+// parser or destructor run deep.
+int JsonDepth(std::string_view text, int limit);
+
+}  // namespace strata::serve

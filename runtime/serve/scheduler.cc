@@ -1,0 +1,471 @@
+#include "runtime/serve/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <new>
+#include <optional>
+
+#include "runtime/base/platform.h"
+#include "runtime/base/strings.h"
+#include "runtime/model/forward.h"
+#include "runtime/model/sampler.h"
+#include "runtime/serve/stop_matcher.h"
+#include "runtime/serve/utf8_stream.h"
+
+namespace strata::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+double Rate(int64_t n, double ms) { return ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0.0; }
+
+}  // namespace
+
+ReusePlan PlanReuse(std::span<const int32_t> cached, std::span<const int32_t> prompt, bool recurrent,
+                    int64_t snapshot_pos) {
+  const int64_t max_reuse = static_cast<int64_t>(prompt.size()) - 1;  // the last prompt token always runs
+  const size_t limit = std::min(cached.size(), prompt.size());
+  int64_t lcp = 0;
+  while (static_cast<size_t>(lcp) < limit && cached[static_cast<size_t>(lcp)] == prompt[static_cast<size_t>(lcp)])
+    ++lcp;
+  ReusePlan plan;
+  if (!recurrent) {
+    plan.tokens = std::min(lcp, max_reuse);
+    return plan;
+  }
+  const int64_t whole = static_cast<int64_t>(cached.size());
+  if (lcp == whole && whole <= max_reuse) {
+    plan.tokens = whole;  // the state is exactly at the end of what the prompt starts with
+    return plan;
+  }
+  if (snapshot_pos > 0 && snapshot_pos <= lcp && snapshot_pos <= max_reuse) {
+    plan.tokens = snapshot_pos;
+    plan.restore_snapshot = true;
+  }
+  return plan;
+}
+
+struct Scheduler::Slot {
+  void TakeSnapshot() {
+    for (size_t il = 0; il < state.conv.size(); ++il) {
+      std::copy(state.conv[il].begin(), state.conv[il].end(), snapshot_conv[il].begin());
+      std::copy(state.ssm[il].begin(), state.ssm[il].end(), snapshot_ssm[il].begin());
+    }
+    snapshot_pos = state.n_past;
+  }
+
+  enum class Phase { kIdle, kPrompt, kGenerate };
+  int id = 0;
+  SequenceState state;
+  std::vector<int32_t> cached;  // the tokens the state holds, in order (size == state.n_past)
+  // Recurrent state at the last prompt but its last token (models with recurrent layers).
+  int64_t snapshot_pos = -1;
+  std::vector<std::vector<float>> snapshot_conv, snapshot_ssm;
+  uint64_t last_used = 0;
+
+  // The request in the slot.
+  Phase phase = Phase::kIdle;
+  std::shared_ptr<Job> job;
+  size_t prompt_pos = 0;       // next prompt token to run
+  int32_t next_token = 0;      // kGenerate: the token to feed
+  std::vector<int32_t> generated;
+  std::optional<Sampler> sampler;
+  StopMatcher stop;
+  bool stop_string_hit = false;
+  Utf8Stream utf8;
+  JobStats stats;
+  Clock::time_point t_admit, t_prompt_done;
+};
+
+uint64_t Scheduler::PlannedBytes(const HParams& hp, const SchedulerOptions& o) {
+  uint64_t per_slot = SequenceState::BytesFor(hp, o.n_ctx);
+  // The recurrent snapshot: as large as the recurrent part of a state, which
+  // does not depend on the context.
+  uint64_t recurrent = SequenceState::BytesFor(hp, 0);
+  return static_cast<uint64_t>(o.parallel) * (per_slot + recurrent);
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulBackend& backend,
+                                                     const tokenizer::Tokenizer& tok, const SchedulerOptions& o) {
+  if (o.parallel < 1) return InvalidArgument("--parallel must be at least 1");
+  if (o.n_ctx < 2) return InvalidArgument("the context must hold at least 2 tokens");
+  if (o.step_tokens < o.parallel)
+    return InvalidArgument(StrFormat("-b %d is smaller than --parallel %d: every generating slot needs one token "
+                                     "per step",
+                                     o.step_tokens, o.parallel));
+  const HParams& hp = model.hp();
+  const uint64_t bytes = PlannedBytes(hp, o);
+  const uint64_t available = AvailableMemoryBytes();
+  if (available > 0 && bytes > available)
+    return ResourceExhausted(StrFormat("the slots need %s (%d x %lld positions) but only %s of memory is available; "
+                                       "lower --parallel or -c",
+                                       HumanBytes(bytes).c_str(), o.parallel, static_cast<long long>(o.n_ctx),
+                                       HumanBytes(available).c_str()));
+  std::unique_ptr<Scheduler> s(new Scheduler(model, backend, tok, o));
+  for (uint32_t il = 0; il < hp.n_layer; ++il) s->recurrent_ |= hp.IsRecurrentLayer(il);
+  for (int i = 0; i < o.parallel; ++i) {
+    auto st = SequenceState::Create(hp, o.n_ctx);
+    if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
+    auto slot = std::make_unique<Slot>();
+    slot->id = i;
+    slot->state = std::move(*st);
+    if (s->recurrent_) {
+      try {
+        slot->snapshot_conv = slot->state.conv;
+        slot->snapshot_ssm = slot->state.ssm;
+      } catch (const std::bad_alloc&) {
+        return ResourceExhausted(StrFormat("cannot allocate the recurrent snapshot of slot %d", i));
+      }
+    }
+    s->slots_.push_back(std::move(slot));
+  }
+  s->metrics_.n_slots = o.parallel;
+  s->metrics_.n_ctx = o.n_ctx;
+  s->metrics_.state_bytes = bytes;
+  return s;
+}
+
+Scheduler::Scheduler(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok,
+                     const SchedulerOptions& options)
+    : model_(model), backend_(backend), tok_(tok), options_(options) {}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cancel_all_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+Result<std::shared_ptr<Job>> Scheduler::Submit(GenerationRequest request, ApiError* rejection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_ || stop_) {
+    ++metrics_.requests_rejected_total;
+    *rejection = Busy("the server is shutting down");
+    return FailedPrecondition(rejection->message);
+  }
+  const int idle = options_.parallel - active_;
+  if (static_cast<int64_t>(queue_.size()) >= static_cast<int64_t>(idle) + options_.queue_limit) {
+    ++metrics_.requests_rejected_total;
+    *rejection = Busy(StrFormat("all %d slots are busy and %zu requests are waiting (--queue %d); try again later",
+                                options_.parallel, queue_.size(), options_.queue_limit));
+    return ResourceExhausted(rejection->message);
+  }
+  auto job = std::make_shared<Job>(std::move(request), next_id_++);
+  queue_.push_back(job);
+  metrics_.requests_deferred = static_cast<int>(queue_.size());
+  cv_.notify_all();
+  return job;
+}
+
+void Scheduler::Cancel(const std::shared_ptr<Job>& job) {
+  job->Cancel();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    purge_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::CancelAll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_all_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
+void Scheduler::Drain(int grace_ms) {
+  std::deque<std::shared_ptr<Job>> refused;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    draining_ = true;
+    refused.swap(queue_);
+    metrics_.requests_deferred = 0;
+    metrics_.requests_rejected_total += refused.size();
+  }
+  for (auto& job : refused) job->Fail(Busy("the server is shutting down"), {});
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return active_ == 0; });
+    cancel_all_ = true;
+    cv_.notify_all();
+    idle_cv_.wait(lock, [&] { return active_ == 0; });
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+SchedulerMetrics Scheduler::Metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return metrics_;
+}
+
+bool Scheduler::HasWorkLocked() const {
+  return active_ > 0 || purge_ || (!queue_.empty() && active_ < options_.parallel);
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || HasWorkLocked(); });
+      if (stop_ && active_ == 0) break;
+      AdmitLocked();
+    }
+    if (options_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.step_delay_ms));
+    Step();
+  }
+}
+
+void Scheduler::AdmitLocked() {
+  if (purge_) {
+    purge_ = false;
+    metrics_.requests_cancelled_total +=
+        std::erase_if(queue_, [](const std::shared_ptr<Job>& j) { return j->cancelled(); });
+  }
+  while (!queue_.empty() && active_ < options_.parallel) {
+    std::shared_ptr<Job> job = std::move(queue_.front());
+    queue_.pop_front();
+    if (job->cancelled()) {
+      ++metrics_.requests_cancelled_total;
+      continue;
+    }
+    // The idle slot that reuses the most; among equals the least recently used.
+    Slot* best = nullptr;
+    ReusePlan best_plan;
+    for (auto& s : slots_) {
+      if (s->phase != Slot::Phase::kIdle) continue;
+      ReusePlan plan = PlanReuse(s->cached, job->request().prompt, recurrent_, s->snapshot_pos);
+      if (!best || plan.tokens > best_plan.tokens ||
+          (plan.tokens == best_plan.tokens && s->last_used < best->last_used)) {
+        best = s.get();
+        best_plan = plan;
+      }
+    }
+    if (!best) break;  // cannot happen: active_ < parallel means a slot is idle
+    ++active_;
+    Admit(*best, std::move(job));
+  }
+  metrics_.requests_deferred = static_cast<int>(queue_.size());
+  metrics_.requests_processing = active_;
+}
+
+void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
+  const auto now = Clock::now();
+  const std::vector<int32_t>& prompt = job->request().prompt;
+  ReusePlan plan = PlanReuse(slot.cached, prompt, recurrent_, slot.snapshot_pos);
+  if (plan.restore_snapshot) {
+    for (size_t il = 0; il < slot.state.conv.size(); ++il) {
+      std::copy(slot.snapshot_conv[il].begin(), slot.snapshot_conv[il].end(), slot.state.conv[il].begin());
+      std::copy(slot.snapshot_ssm[il].begin(), slot.snapshot_ssm[il].end(), slot.state.ssm[il].begin());
+    }
+  }
+  if (plan.tokens == 0) {
+    slot.state.Clear();
+  } else {
+    slot.state.TruncateKv(plan.tokens);
+  }
+  slot.cached.resize(static_cast<size_t>(plan.tokens));
+  if (slot.snapshot_pos > plan.tokens) slot.snapshot_pos = -1;  // its tokens are gone
+
+  slot.phase = Slot::Phase::kPrompt;
+  slot.job = std::move(job);
+  slot.prompt_pos = static_cast<size_t>(plan.tokens);
+  if (recurrent_ && slot.prompt_pos + 1 == prompt.size() && slot.snapshot_pos != plan.tokens) slot.TakeSnapshot();
+  slot.generated.clear();
+  slot.sampler.emplace(slot.job->request().sampling);
+  slot.stop = StopMatcher(slot.job->request().stop);
+  slot.stop_string_hit = false;
+  slot.utf8 = Utf8Stream();
+  slot.stats = JobStats{};
+  slot.stats.slot = slot.id;
+  slot.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
+  slot.stats.reused_tokens = plan.tokens;
+  slot.stats.queued_ms = MsSince(slot.job->submitted(), now);
+  slot.t_admit = now;
+  slot.last_used = ++use_clock_;
+  slot.job->Started(slot.id);
+}
+
+void Scheduler::Step() {
+  bool cancel_all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_all = cancel_all_;
+  }
+  // Leaving: cancelled by the client or by shutdown.
+  for (auto& s : slots_) {
+    if (s->phase == Slot::Phase::kIdle) continue;
+    if (s->job->cancelled()) {
+      FinishSlot(*s, FinishReason::kCancelled, nullptr);
+    } else if (cancel_all) {
+      ApiError e = Busy("the server is shutting down; generation was stopped");
+      FinishSlot(*s, FinishReason::kCancelled, &e);
+    }
+  }
+
+  // Gather: one token per generating slot, then prompt chunks in admission order.
+  struct Entry {
+    Slot* slot;
+    bool prompt;
+  };
+  std::vector<Entry> entries;
+  std::vector<SequenceBatch> batch;
+  int64_t budget = options_.step_tokens;
+  int64_t n_prompt_tokens = 0, n_gen_tokens = 0;
+  for (auto& s : slots_) {
+    if (s->phase != Slot::Phase::kGenerate) continue;
+    entries.push_back({s.get(), false});
+    batch.push_back({&s->state, std::span<const int32_t>(&s->next_token, 1), false});
+    --budget;
+    ++n_gen_tokens;
+  }
+  std::vector<Slot*> prompting;
+  for (auto& s : slots_)
+    if (s->phase == Slot::Phase::kPrompt) prompting.push_back(s.get());
+  std::sort(prompting.begin(), prompting.end(), [](Slot* a, Slot* b) { return a->last_used < b->last_used; });
+  for (Slot* s : prompting) {
+    if (budget <= 0) break;
+    const std::vector<int32_t>& prompt = s->job->request().prompt;
+    const int64_t remaining = static_cast<int64_t>(prompt.size() - s->prompt_pos);
+    int64_t n = std::min<int64_t>(budget, remaining);
+    if (recurrent_ && n == remaining && remaining > 1) --n;  // the last token alone: snapshot before it
+    entries.push_back({s, true});
+    batch.push_back({&s->state, std::span<const int32_t>(prompt).subspan(s->prompt_pos, static_cast<size_t>(n)),
+                     false});
+    budget -= n;
+    n_prompt_tokens += n;
+  }
+  if (batch.empty()) return;
+
+  std::vector<float> logits;
+  const auto t0 = Clock::now();
+  Status st = ForwardBatch(model_, backend_, batch, {}, &logits);
+  const auto t1 = Clock::now();
+  if (!st.ok()) {
+    std::fprintf(stderr, "strata serve: error: forward pass over %zu sequences failed: %s\n", batch.size(),
+                 st.message().c_str());
+    ApiError e = ServerError("the forward pass failed: " + st.message());
+    for (Entry& en : entries) {
+      Slot& s = *en.slot;
+      FinishSlot(s, FinishReason::kNone, &e);
+      s.state.Clear();
+      s.cached.clear();
+      s.snapshot_pos = -1;
+    }
+    return;
+  }
+  {
+    // Step time is shared between prompt and generated tokens in proportion.
+    const double secs = MsSince(t0, t1) / 1000.0;
+    const double total = static_cast<double>(n_prompt_tokens + n_gen_tokens);
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.prompt_seconds_total += secs * static_cast<double>(n_prompt_tokens) / total;
+    metrics_.predicted_seconds_total += secs * static_cast<double>(n_gen_tokens) / total;
+    metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
+    metrics_.n_decode_total += 1;
+    metrics_.n_busy_slots_total += batch.size();
+  }
+
+  const size_t V = model_.hp().n_vocab;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Slot& s = *entries[i].slot;
+    s.cached.insert(s.cached.end(), batch[i].tokens.begin(), batch[i].tokens.end());
+    if (entries[i].prompt) {
+      s.prompt_pos += batch[i].tokens.size();
+      const size_t prompt_size = s.job->request().prompt.size();
+      if (recurrent_ && s.prompt_pos + 1 == prompt_size) s.TakeSnapshot();  // where prefix reuse can go back to
+      if (s.prompt_pos < prompt_size) continue;  // more prompt next step
+      s.t_prompt_done = t1;
+      s.stats.prompt_ms = MsSince(s.t_admit, t1);
+      s.phase = Slot::Phase::kGenerate;
+    }
+    Emit(s, std::span<const float>(logits.data() + i * V, V));
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t kv = 0;
+  for (auto& s : slots_) kv += static_cast<uint64_t>(s->state.n_past);
+  metrics_.kv_cache_tokens = kv;
+}
+
+void Scheduler::Emit(Slot& s, std::span<const float> logits) {
+  const GenerationRequest& r = s.job->request();
+  const int32_t id = s.sampler->Sample(logits, s.generated);
+  s.generated.push_back(id);
+  const bool eog = tok_.IsEog(id);
+  bool hit = false;
+  if (!eog) s.job->Append(s.utf8.Push(s.stop.Push(tok_.TokenToPiece(id, false), &hit)));
+  const bool limit = r.max_tokens >= 0 && static_cast<int64_t>(s.generated.size()) >= r.max_tokens;
+  s.stop_string_hit = hit;
+  if (eog || hit) {
+    FinishSlot(s, FinishReason::kStop, nullptr);
+  } else if (limit || s.state.n_past >= s.state.n_ctx) {
+    FinishSlot(s, FinishReason::kLength, nullptr);
+  } else {
+    s.next_token = id;
+  }
+}
+
+void Scheduler::FinishSlot(Slot& s, FinishReason reason, const ApiError* error) {
+  const auto now = Clock::now();
+  JobStats& st = s.stats;
+  st.completion_tokens = static_cast<int64_t>(s.generated.size());
+  if (s.phase == Slot::Phase::kGenerate) {
+    st.gen_ms = MsSince(s.t_prompt_done, now);
+  } else {
+    st.prompt_ms = MsSince(s.t_admit, now);
+  }
+  if (options_.log_requests) {
+    const int64_t read = st.prompt_tokens - st.reused_tokens;
+    std::fprintf(stderr,
+                 "strata serve: request %llu (%s, slot %d): prompt %lld tokens = %lld reused + %lld read in %.0f ms "
+                 "(%.1f tok/s), %lld generated in %.0f ms (%.1f tok/s), waited %.0f ms, %s\n",
+                 static_cast<unsigned long long>(s.job->id()), s.job->request().kind.c_str(), s.id,
+                 static_cast<long long>(st.prompt_tokens), static_cast<long long>(st.reused_tokens),
+                 static_cast<long long>(read), st.prompt_ms, Rate(read, st.prompt_ms),
+                 static_cast<long long>(st.completion_tokens), st.gen_ms, Rate(st.completion_tokens, st.gen_ms),
+                 st.queued_ms, error ? ("failed: " + error->message).c_str() : FinishReasonName(reason));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --active_;
+    metrics_.requests_processing = active_;
+    metrics_.prompt_tokens_reused_total += static_cast<uint64_t>(st.reused_tokens);
+    metrics_.tokens_predicted_total += static_cast<uint64_t>(st.completion_tokens);
+    if (error && reason != FinishReason::kCancelled) ++metrics_.requests_failed_total;
+    else if (reason == FinishReason::kCancelled) ++metrics_.requests_cancelled_total;
+    else ++metrics_.requests_finished_total;
+  }
+  idle_cv_.notify_all();
+  // The job hears last, so whoever it answers sees the counters already updated.
+  if (error) {
+    s.job->Fail(*error, st);
+  } else {
+    // Held-back text that did not become a stop string is shown (as the CLI does).
+    std::string tail = s.stop.Flush();
+    s.job->Append(s.utf8.Push(s.stop_string_hit ? std::string() : tail) + s.utf8.Finish());
+    s.job->Finish(reason, st);
+  }
+  s.phase = Slot::Phase::kIdle;
+  s.job.reset();
+  s.sampler.reset();
+}
+
+}  // namespace strata::serve

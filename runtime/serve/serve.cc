@@ -1,0 +1,199 @@
+// Serve(): the life of `strata-run PACK --serve`: listen first (so /health
+// can say 503 while loading), load and plan, serve, and on SIGINT/SIGTERM
+// stop accepting, let running requests finish (or cancel them), exit 0.
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "runtime/base/main_guard.h"
+#include "runtime/base/strings.h"
+#include "runtime/chat/chat_template.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/pack/pack_reader.h"
+#include "runtime/pack/pack_vocab.h"
+#include "runtime/serve/api_server.h"
+#include "runtime/serve/scheduler.h"
+#include "runtime/serve/serve_options.h"
+
+namespace strata::serve {
+namespace {
+
+std::atomic<int> g_signals{0};  // lock-free: safe to touch in a signal handler
+
+extern "C" void OnStopSignal(int) { g_signals.fetch_add(1); }
+
+int ExitCode(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return kExitUsage;
+    case StatusCode::kUnsupported: return kExitUnsupported;
+    case StatusCode::kInternal: return kExitInternal;
+    default: return kExitError;
+  }
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int Serve(const ServeOptions& options) {
+  ServeOptions o = options;
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+#ifdef SIGPIPE
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the server
+#endif
+
+  ApiServer api(o);
+  auto port = api.Bind();
+  if (!port.ok()) {
+    std::fprintf(stderr, "strata-run: error: %s\n", port.status().message().c_str());
+    return kExitError;
+  }
+  const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+  std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), *port,
+               o.pack.c_str());
+  if (!IsLoopback(o.host) && o.api_key.empty())
+    std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
+                 "address can use the model (--api-key)\n", o.host.c_str());
+  if (o.cors_origin == "*" && o.api_key.empty())
+    std::fprintf(stderr, "strata serve: WARNING: --cors-origin '*' without an API key: any web page a user of this "
+                 "machine opens can use the model\n");
+  std::thread listener([&api] { api.Listen(); });
+  auto stop_http = [&] {
+    api.Stop();
+    listener.join();
+  };
+  auto fail = [&](const Status& s) {
+    std::fprintf(stderr, "strata-run: error: %s\n", s.message().c_str());
+    stop_http();
+    return ExitCode(s);
+  };
+  auto stopped_early = [&] {
+    std::fprintf(stderr, "strata serve: stopped before the model was ready\n");
+    stop_http();
+    return kExitOk;
+  };
+
+  // Test hook: hold the loading phase open so tests can see /health answer 503.
+  if (const char* delay = std::getenv("STRATA_SERVE_TEST_LOAD_DELAY_MS"))
+    for (int ms = std::atoi(delay); ms > 0 && g_signals.load() == 0; ms -= 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  const auto t_load = std::chrono::steady_clock::now();
+  PackOpenOptions po;
+  po.verify_checksums = o.verify;
+  po.threads = o.threads;
+  auto pack = Pack::Open(o.pack, po);
+  if (!pack.ok()) return fail(pack.status());
+  auto model = Model::Create(**pack);
+  if (!model.ok()) return fail(model.status());
+  auto vocab = VocabFromManifest(*(*pack)->manifest().tokenizer(), (*pack)->path());
+  if (!vocab.ok()) return fail(vocab.status());
+  auto tok = tokenizer::Tokenizer::Create(*vocab);
+  if (!tok.ok()) return fail(tok.status());
+  // The template is checked now, not at the first chat request.
+  auto tmpl = ChatTemplate::FromPack(tok->vocab().chat_template);
+  if (!tmpl.ok())
+    return fail(Unsupported("refusing to serve: " + tmpl.status().message() +
+                            " (the server renders chats with it; a model it cannot render would answer garbage)"));
+  if (tmpl->fallback)
+    std::fprintf(stderr, "strata serve: the pack has no chat template; chats are rendered with ChatML\n");
+
+  std::unique_ptr<MatMulBackend> backend;
+  if (!o.reference) {
+    auto fast = MakeBackend(*model, BackendKind::kFast, o.threads);
+    if (fast.ok()) {
+      backend = std::move(*fast);
+    } else {
+      std::fprintf(stderr, "strata serve: note: the fast backend is not available (%s); serving on the reference "
+                   "backend, which is much slower\n", fast.status().message().c_str());
+    }
+  }
+  if (!backend) {
+    auto ref = MakeBackend(*model, BackendKind::kReference, o.threads);
+    if (!ref.ok()) return fail(ref.status());
+    backend = std::move(*ref);
+  }
+  for (const std::string& note : backend->Notes()) std::fprintf(stderr, "strata serve: %s\n", note.c_str());
+
+  const HParams& hp = model->hp();
+  if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
+  if (o.n_ctx > hp.n_ctx_train)
+    return fail(InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
+                                          "implement RoPE scaling)",
+                                          static_cast<long long>(o.n_ctx), hp.n_ctx_train)));
+  SchedulerOptions so;
+  so.parallel = o.parallel;
+  so.n_ctx = o.n_ctx;
+  so.queue_limit = o.queue;
+  so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
+  // Test hook: slow every step down so tests can act while requests run.
+  if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = std::atoi(delay);
+  std::fprintf(stderr, "strata serve: memory plan: %d slots x %lld positions = %s of KV cache and recurrent state "
+               "(%s per slot), allocated now\n", so.parallel, static_cast<long long>(so.n_ctx),
+               HumanBytes(Scheduler::PlannedBytes(hp, so)).c_str(),
+               HumanBytes(Scheduler::PlannedBytes(hp, so) / static_cast<uint64_t>(so.parallel)).c_str());
+  auto scheduler = Scheduler::Create(*model, *backend, *tok, so);
+  if (!scheduler.ok()) return fail(scheduler.status());
+  if (g_signals.load() > 0) return stopped_early();
+  (*scheduler)->Start();
+
+  ServingModel sm;
+  sm.id = std::filesystem::path(o.pack).stem().string();
+  sm.model = &*model;
+  sm.tok = &*tok;
+  sm.chat_template = *tmpl;
+  sm.scheduler = scheduler->get();
+  sm.pack_bytes = (*pack)->file_size();
+  sm.backend = backend->name();
+  sm.created = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch()).count();
+  api.SetReady(&sm);
+  std::fprintf(stderr, "strata serve: ready in %.2f s: model %s (%s), %d slots, context %lld per slot, %s backend, "
+               "%d threads, queue %d, %s\n", SecondsSince(t_load), sm.id.c_str(),
+               std::string(ArchName(model->arch())).c_str(), so.parallel, static_cast<long long>(so.n_ctx),
+               backend->name().c_str(), backend->threads(), so.queue_limit,
+               o.api_key.empty() ? "no API key" : "API key required");
+
+  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  (*scheduler)->StopAccepting();
+  const SchedulerMetrics m = (*scheduler)->Metrics();
+  std::fprintf(stderr, "strata serve: stopping: new requests get 503; %d running get up to %.0f s to finish (a "
+               "second signal cancels them now), %d queued are refused\n", m.requests_processing,
+               o.shutdown_grace_ms / 1000.0, m.requests_deferred);
+  std::atomic<bool> drained{false};
+  std::thread drainer([&] {
+    (*scheduler)->Drain(o.shutdown_grace_ms);
+    drained.store(true);
+  });
+  while (!drained.load()) {
+    if (g_signals.load() > 1) (*scheduler)->CancelAll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  drainer.join();
+  stop_http();
+  const SchedulerMetrics end = (*scheduler)->Metrics();
+  std::fprintf(stderr, "strata serve: stopped: %llu requests served, %llu cancelled, %llu refused; %llu prompt "
+               "tokens run, %llu reused, %llu generated\n",
+               static_cast<unsigned long long>(end.requests_finished_total),
+               static_cast<unsigned long long>(end.requests_cancelled_total),
+               static_cast<unsigned long long>(end.requests_rejected_total),
+               static_cast<unsigned long long>(end.prompt_tokens_total),
+               static_cast<unsigned long long>(end.prompt_tokens_reused_total),
+               static_cast<unsigned long long>(end.tokens_predicted_total));
+  return kExitOk;
+}
+
+}  // namespace strata::serve

@@ -1,0 +1,35 @@
+#pragma once
+// What `strata-run PACK --serve` is told on its command line.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "runtime/model/sampler.h"
+
+namespace strata::serve {
+
+struct ServeOptions {
+  std::string pack;
+  std::string host = "127.0.0.1";  // loopback unless told otherwise
+  int port = 8080;                 // 0: any free port (the log line says which)
+  int parallel = 4;                // slots decoding together
+  int queue = 64;                  // requests waiting beyond the slots; more get 503
+  std::string api_key;             // empty: no key (only sensible on loopback)
+  std::string cors_origin;         // empty: no CORS headers; "*": any origin
+  int64_t n_ctx = 0;               // positions per slot; 0: min(training context, 4096)
+  int threads = 0;                 // backend threads; 0: all cores
+  int32_t batch = 512;             // tokens per forward pass, all slots together
+  size_t max_body = 16u << 20;     // request bodies above this get 413
+  SamplingParams sampling;         // defaults for requests that do not set them
+  int32_t max_tokens = -1;         // -n: default max_tokens; -1: chat until the end, completions 16 (OpenAI's)
+  bool reference = false;          // the plain reference backend
+  bool verify = false;             // verify every blob's checksum at load
+  int shutdown_grace_ms = 10000;   // on SIGINT/SIGTERM, running requests get this long to finish
+};
+
+// Runs the server until SIGINT or SIGTERM. Returns the process exit code:
+// 0 after a clean shutdown, non-zero when it could not start.
+int Serve(const ServeOptions& options);
+
+}  // namespace strata::serve

@@ -1,0 +1,62 @@
+// libFuzzer target: the server's request parsing (chat and completions
+// bodies), the JSON depth scan and the UTF-8 stream, on arbitrary bytes.
+// No input may crash, hang, leak or trip a sanitizer, and what the parser
+// accepts must hold the promises the rest of the server relies on.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "runtime/serve/api_request.h"
+#include "runtime/serve/utf8_stream.h"
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace strata::serve;
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  ApiLimits limits;
+  limits.n_ctx = 4096;
+  limits.n_vocab = 1000;
+  for (ApiKind kind : {ApiKind::kChat, ApiKind::kCompletion}) {
+    ApiRequest r;
+    auto error = ParseApiRequest(kind, body, strata::SamplingParams{}, limits, &r);
+    if (error) {
+      Check(error->status == 400);
+      Check(!error->message.empty());
+      Check(!error->Body().empty());  // always serializable, whatever bytes the message quotes
+      continue;
+    }
+    Check(r.max_tokens == -1 || (r.max_tokens >= 1 && r.max_tokens <= limits.n_ctx));
+    Check(r.sampling.Validate().ok());
+    Check(r.stop.size() <= limits.max_stop);
+    for (const std::string& s : r.stop) Check(!s.empty() && s.size() <= limits.max_stop_bytes);
+    if (kind == ApiKind::kChat) {
+      Check(!r.messages.empty());
+    } else if (r.prompt_is_ids) {
+      Check(!r.prompt_ids.empty());
+      for (int32_t id : r.prompt_ids) Check(id >= 0 && static_cast<uint32_t>(id) < limits.n_vocab);
+    } else {
+      Check(!r.prompt_text.empty());
+    }
+  }
+  (void)JsonDepth(body, 64);
+
+  // UTF-8: fed in two pieces equals fed whole, and the result is valid.
+  const size_t cut = size ? data[0] % (size + 1) : 0;
+  Utf8Stream s;
+  std::string pieces = s.Push(body.substr(0, cut));
+  pieces += s.Push(body.substr(cut));
+  pieces += s.Finish();
+  const std::string whole = SanitizeUtf8(body);
+  Check(pieces == whole);
+  Check(SanitizeUtf8(whole) == whole);
+  return 0;
+}

@@ -1,0 +1,533 @@
+// strata-run --serve end to end over raw HTTP (cpp-httplib's client and raw
+// sockets): every kind of bad input gets a 400/413 with an OpenAI error
+// object and never disturbs other requests; API key, CORS, health while
+// loading, the SSE wire format, client disconnects, a full queue, shutdown
+// on SIGTERM/SIGINT, and refusals at start. The `openai` client library
+// tests live in tests/serve/*.test.mjs.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "runtime/base/strings.h"
+#include "tests/gguf_writer/synthetic_model.h"
+#include "tests/testing/pack_edit.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/test_data.h"
+
+namespace strata {
+namespace {
+
+using nlohmann::json;
+using testing::ServerProcess;
+
+// Under sanitizers everything is several times slower: timeouts are generous.
+constexpr int kLongMs = 60000;
+
+class ServeHttpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::ScratchDir("serve_http"));
+    testing::SyntheticModelSpec s;
+    s.arch = Arch::kQwen35Moe;
+    s.hp = testing::TinyQwen35MoeHParams();
+    s.seed = 3;
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_TRUE(b->WriteFile(*dir_ + "/tiny.gguf").ok());
+    PackOptions o;
+    o.probe = false;
+    ASSERT_TRUE(testing::PackFile(*dir_ + "/tiny.gguf", Pack(), o).ok());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string Pack() { return *dir_ + "/tiny.strata"; }
+
+  // Starts a server on the test pack (reference backend: the same numbers
+  // whatever backends this build has), ready to serve.
+  void Start(std::vector<std::string> extra = {}, std::vector<std::pair<std::string, std::string>> env = {},
+             bool wait_ready = true) {
+    std::vector<std::string> args = {Pack(), "--serve", "--reference", "-t", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string error;
+    ASSERT_TRUE(server_.Start(args, env, &error)) << error;
+    if (wait_ready) {
+      ASSERT_TRUE(server_.WaitReady(kLongMs)) << server_.Log();
+    }
+  }
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", server_.port());
+    c.set_read_timeout(kLongMs / 1000, 0);
+    return c;
+  }
+  httplib::Result Post(const std::string& path, const std::string& body, const httplib::Headers& h = {}) {
+    return Client().Post(path.c_str(), h, body, "application/json");
+  }
+  json Metrics() {
+    auto r = Client().Get("/metrics");
+    json m = json::object();
+    if (!r) return m;
+    std::regex line(R"(^strata:(\w+) (\S+)$)");
+    std::istringstream in(r->body);
+    std::string l;
+    while (std::getline(in, l)) {
+      std::smatch sm;
+      if (std::regex_match(l, sm, line)) m[sm[1].str()] = std::stod(sm[2].str());
+    }
+    return m;
+  }
+  // Waits until a metric reaches a value.
+  bool WaitMetric(const std::string& name, double value, int timeout_ms = kLongMs) {
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+      json m = Metrics();
+      if (m.contains(name) && m[name].get<double>() == value) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  static std::string* dir_;
+  ServerProcess server_;
+};
+std::string* ServeHttpTest::dir_ = nullptr;
+
+std::string ChatBody(const std::string& content, const std::string& extra = "") {
+  json j = {{"messages", json::array({{{"role", "user"}, {"content", content}}})}};
+  std::string s = j.dump();
+  if (!extra.empty()) s = s.substr(0, s.size() - 1) + "," + extra + "}";
+  return s;
+}
+
+// The SSE events of a response body ("data: ..." payloads, in order).
+std::vector<std::string> Events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    size_t end = body.find("\n\n", at);
+    if (end == std::string::npos) break;
+    out.push_back(body.substr(at + 6, end - at - 6));
+    at = end + 2;
+  }
+  return out;
+}
+
+TEST_F(ServeHttpTest, HealthSays503WhileLoadingThen200) {
+  Start({}, {{"STRATA_SERVE_TEST_LOAD_DELAY_MS", "3000"}}, /*wait_ready=*/false);
+  auto r = Client().Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["type"], "unavailable_error");
+  EXPECT_EQ(e["error"]["message"], "Loading model");
+  auto models = Client().Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(models->status, 503);
+  ASSERT_TRUE(server_.WaitReady(kLongMs)) << server_.Log();
+  r = Client().Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body), json({{"status", "ok"}}));
+  EXPECT_EQ(server_.Log().find("no chat template"), std::string::npos);  // the pack has a ChatML template
+}
+
+TEST_F(ServeHttpTest, EveryBadRequestGetsAnOpenAiErrorAndTheServerCarriesOn) {
+  Start({"-c", "64", "--max-body", "4096"});
+  struct Case {
+    std::string path, body;
+    int status;
+    std::string message;  // part of error.message
+  };
+  const std::string big_prompt = ChatBody(std::string(200, 'a'));
+  const std::vector<Case> cases = {
+      {"/v1/chat/completions", "{", 400, "not valid JSON"},
+      {"/v1/chat/completions", "", 400, "empty"},
+      {"/v1/chat/completions", "\"just a string\"", 400, "must be a JSON object"},
+      {"/v1/chat/completions", "{\"messages\": 1e999}", 400, "number overflow"},
+      {"/tokenize", "{\"content\": 1e999}", 400, "number overflow"},
+      {"/v1/chat/completions", std::string(1000, '[') + std::string(1000, ']'), 400, "nests deeper"},
+      {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\xfe\"}]}", 400,
+       "not valid JSON"},
+      {"/v1/chat/completions", R"({"messages":[]})", 400, "'messages' is empty"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})", 400, "messages[0].content"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"robot","content":"x"}]})", 400, "\"robot\""},
+      {"/v1/chat/completions", ChatBody("x", R"("temperature":"warm")"), 400, "'temperature' must be a number"},
+      {"/v1/chat/completions", ChatBody("x", R"("max_tokens":0)"), 400, "'max_tokens' must be in [1, 64]"},
+      {"/v1/chat/completions", ChatBody("x", R"("max_tokens":65)"), 400, "'max_tokens' must be in [1, 64]"},
+      {"/v1/chat/completions", ChatBody("x", R"("tools":[{"type":"function"}])"), 400, "'tools' is not supported"},
+      {"/v1/chat/completions", big_prompt, 400, "but a slot's context holds 64"},
+      {"/v1/completions", R"({"prompt":[1,99999]})", 400, "out of range"},
+      {"/v1/completions", R"({"prompt":""})", 400, "'prompt' is empty"},
+      {"/v1/completions", R"({"prompt":"x","stop":[1]})", 400, "'stop[0]' must be a string"},
+      {"/tokenize", R"({"content":5})", 400, "'content' is required and must be a string"},
+      {"/tokenize", R"({"content":"x","with_pieces":"yes"})", 400, "'with_pieces' must be true or false"},
+      {"/detokenize", R"({"tokens":[1,-2]})", 400, "'tokens[1]' is not a token id"},
+      {"/detokenize", R"({"tokens":"1 2"})", 400, "'tokens' is required"},
+      {"/v1/chat/completions", std::string(5000, ' ') + "{}", 413, "larger than this server accepts"},
+  };
+  for (const Case& c : cases) {
+    auto r = Post(c.path, c.body);
+    ASSERT_TRUE(r) << c.path << " " << c.body.substr(0, 80);
+    EXPECT_EQ(r->status, c.status) << c.body.substr(0, 80) << " -> " << r->body;
+    json e = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(e.is_object() && e.contains("error")) << r->body;
+    EXPECT_TRUE(e["error"]["message"].is_string());
+    EXPECT_TRUE(e["error"]["type"].is_string());
+    EXPECT_TRUE(e["error"].contains("param"));
+    EXPECT_TRUE(e["error"].contains("code"));
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(c.message), std::string::npos)
+        << c.body.substr(0, 80) << " -> " << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  }
+  // Unknown endpoints and methods.
+  auto nf = Client().Get("/v1/chat/completions");
+  ASSERT_TRUE(nf);
+  EXPECT_EQ(nf->status, 404);
+  EXPECT_NE(json::parse(nf->body)["error"]["message"].get<std::string>().find("GET /v1/chat/completions"),
+            std::string::npos);
+  // Garbage that is not HTTP at all.
+  std::string raw = testing::RawHttp(server_.port(), "\x01\x02 nonsense\r\n\r\n", 2000);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << raw;
+  // Still serving, and the server logged each refusal on one line.
+  auto ok = Post("/v1/chat/completions", ChatBody("hello", R"("max_tokens":3)"));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_TRUE(server_.WaitForLog("strata serve: 400 /v1/chat/completions: 'messages' is empty"));
+}
+
+TEST_F(ServeHttpTest, MalformedRequestsDoNotDisturbConcurrentOnes) {
+  Start({"--parallel", "3"});
+  const std::string body = ChatBody("The same question", R"("max_tokens":24,"temperature":0)");
+  auto first = Post("/v1/chat/completions", body);
+  ASSERT_TRUE(first && first->status == 200);
+  const std::string expected = json::parse(first->body)["choices"][0]["message"]["content"];
+  std::atomic<int> good{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 4; ++i) {
+        auto r = Post("/v1/chat/completions", body);
+        if (r && r->status == 200 && json::parse(r->body)["choices"][0]["message"]["content"] == expected) ++good;
+        else ++wrong;
+      }
+    });
+  threads.emplace_back([&] {
+    const char* junk[] = {"{", "[[[[", "{\"messages\":[{\"role\":\"user\",\"content\":\"\\ud800\"}]}",
+                          "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":-5}", "null"};
+    for (int i = 0; i < 40; ++i) Post("/v1/chat/completions", junk[i % 5]);
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), 12);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(ServeHttpTest, StreamingFollowsTheOpenAiWireFormat) {
+  Start();
+  auto r = Post("/v1/chat/completions",
+                ChatBody("hi", R"("max_tokens":5,"temperature":0,"stream":true,"stream_options":{"include_usage":true})"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<std::string> ev = Events(r->body);
+  ASSERT_GE(ev.size(), 4u) << r->body;
+  EXPECT_EQ(ev.back(), "[DONE]");
+  std::vector<json> chunks;
+  for (size_t i = 0; i + 1 < ev.size(); ++i) chunks.push_back(json::parse(ev[i]));
+  // First chunk: the role, no content.
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(chunks[0]["choices"][0]["delta"]["content"].is_null());
+  const std::string id = chunks[0]["id"];
+  EXPECT_EQ(id.rfind("chatcmpl-", 0), 0u);
+  int64_t content_chunks = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i]["id"], id);
+    EXPECT_EQ(chunks[i]["object"], "chat.completion.chunk");
+    EXPECT_TRUE(chunks[i].contains("usage"));  // null on every chunk but the last
+    if (i > 0 && i + 2 < chunks.size()) {
+      EXPECT_FALSE(chunks[i]["choices"][0]["delta"].contains("role"));
+      EXPECT_TRUE(chunks[i]["choices"][0]["finish_reason"].is_null());
+      ++content_chunks;
+    }
+  }
+  // The finish chunk, then the usage chunk with no choices.
+  const json& finish = chunks[chunks.size() - 2];
+  EXPECT_EQ(finish["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(finish["choices"][0]["delta"].contains("content"));
+  const json& usage = chunks.back();
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 5);
+  EXPECT_GT(usage["usage"]["prompt_tokens"].get<int>(), 0);
+  EXPECT_EQ(usage["usage"]["total_tokens"],
+            usage["usage"]["prompt_tokens"].get<int>() + usage["usage"]["completion_tokens"].get<int>());
+  EXPECT_GE(content_chunks, 1);
+
+  // Without include_usage there is no usage chunk and no usage field.
+  r = Post("/v1/completions", R"({"prompt":"Once","max_tokens":3,"stream":true})");
+  ASSERT_TRUE(r);
+  ev = Events(r->body);
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  json last = json::parse(ev[ev.size() - 2]);
+  EXPECT_EQ(last["object"], "text_completion");
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(last.contains("usage"));
+}
+
+TEST_F(ServeHttpTest, AnApiKeyGuardsEverythingButHealthAndThePage) {
+  Start({"--api-key", "s3cret"});
+  auto c = Client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  for (const char* path : {"/v1/models", "/metrics"}) {
+    auto r = c.Get(path);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << path;
+    json e = json::parse(r->body);
+    EXPECT_EQ(e["error"]["type"], "authentication_error");
+    EXPECT_EQ(e["error"]["code"], "invalid_api_key");
+  }
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"}) {
+    auto r = Post(path, "{}");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << path;
+  }
+  auto wrong = c.Get("/v1/models", {{"Authorization", "Bearer s3cre"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto bearer = c.Get("/v1/models", {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(bearer);
+  EXPECT_EQ(bearer->status, 200);
+  auto x_api_key = c.Get("/v1/models", {{"X-Api-Key", "s3cret"}});
+  ASSERT_TRUE(x_api_key);
+  EXPECT_EQ(x_api_key->status, 200);
+  auto chat = Post("/v1/chat/completions", ChatBody("x", R"("max_tokens":2)"), {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 200);
+}
+
+TEST_F(ServeHttpTest, CorsHeadersOnlyWhenAsked) {
+  Start();
+  auto plain = Client().Get("/health", {{"Origin", "http://example.test"}});
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->has_header("Access-Control-Allow-Origin"));
+  server_.Signal(SIGTERM);
+  ASSERT_EQ(server_.WaitExit(kLongMs), 0);
+
+  ServerProcess cors;
+  std::string error;
+  ASSERT_TRUE(cors.Start({Pack(), "--serve", "--reference", "--cors-origin", "http://example.test", "--api-key", "k"},
+                         {}, &error))
+      << error;
+  ASSERT_TRUE(cors.WaitReady(kLongMs));
+  httplib::Client c("127.0.0.1", cors.port());
+  // A preflight needs no key.
+  auto pre = c.Options("/v1/chat/completions", {{"Origin", "http://example.test"},
+                                                {"Access-Control-Request-Method", "POST"},
+                                                {"Access-Control-Request-Headers", "authorization, content-type"}});
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "http://example.test");
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"), std::string::npos);
+  auto get = c.Get("/v1/models", {{"Origin", "http://example.test"}, {"Authorization", "Bearer k"}});
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 200);
+  EXPECT_EQ(get->get_header_value("Access-Control-Allow-Origin"), "http://example.test");
+}
+
+TEST_F(ServeHttpTest, ModelsTokenizeDetokenizeMetricsAndThePage) {
+  Start({"--parallel", "2", "-c", "128"});
+  auto c = Client();
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  json m = json::parse(models->body);
+  EXPECT_EQ(m["object"], "list");
+  EXPECT_EQ(m["data"][0]["id"], "tiny");
+  EXPECT_EQ(m["data"][0]["object"], "model");
+  EXPECT_EQ(m["data"][0]["meta"]["arch"], "qwen35moe");
+  EXPECT_EQ(m["data"][0]["meta"]["n_ctx"], 128);
+  EXPECT_EQ(m["data"][0]["meta"]["parallel"], 2);
+
+  auto tok = Post("/tokenize", R"({"content":"Hello <|im_end|> world"})");
+  ASSERT_TRUE(tok);
+  json ids = json::parse(tok->body)["tokens"];
+  ASSERT_TRUE(ids.is_array());
+  auto plain = Post("/tokenize", R"({"content":"Hello <|im_end|> world","parse_special":false,"with_pieces":true})");
+  ASSERT_TRUE(plain);
+  json pieces = json::parse(plain->body)["tokens"];
+  EXPECT_GT(pieces.size(), ids.size());  // the special token stays text when not parsed
+  EXPECT_TRUE(pieces[0].contains("piece"));
+  auto detok = Post("/detokenize", json({{"tokens", ids}}).dump());
+  ASSERT_TRUE(detok);
+  EXPECT_EQ(json::parse(detok->body)["content"], "Hello  world");  // control tokens decode to nothing
+
+  ASSERT_EQ(Post("/v1/completions", R"({"prompt":"abc","max_tokens":4})")->status, 200);
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+  EXPECT_NE(metrics->body.find("# TYPE strata:prompt_tokens_total counter"), std::string::npos);
+  json mm = Metrics();
+  EXPECT_EQ(mm["tokens_predicted_total"], 4.0);
+  EXPECT_EQ(mm["requests_finished_total"], 1.0);
+  EXPECT_EQ(mm["requests_processing"], 0.0);
+  EXPECT_EQ(mm["n_slots"], 2.0);
+  EXPECT_GT(mm["kv_cache_usage_ratio"].get<double>(), 0.0);
+  for (const char* name : {"prompt_tokens_seconds", "predicted_tokens_seconds", "requests_deferred",
+                           "kv_cache_tokens", "n_decode_total", "prompt_tokens_reused_total"})
+    EXPECT_TRUE(mm.contains(name)) << name;
+
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'none'"), std::string::npos);
+  EXPECT_NE(page->body.find("<textarea id=\"input\""), std::string::npos);
+  EXPECT_EQ(page->body.find("http://"), std::string::npos);  // no external assets
+  EXPECT_EQ(page->body.find("https://"), std::string::npos);
+}
+
+TEST_F(ServeHttpTest, AFollowUpTurnReusesTheSlotAndTheLogSaysSo) {
+  Start({"--parallel", "1"});
+  json first = {{"messages", {{{"role", "user"}, {"content", "Tell me something."}}}}, {"max_tokens", 6},
+                {"temperature", 0}};
+  auto a = Post("/v1/chat/completions", first.dump());
+  ASSERT_TRUE(a && a->status == 200);
+  json ja = json::parse(a->body);
+  EXPECT_EQ(ja["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  json second = first;
+  second["messages"].push_back({{"role", "assistant"}, {"content", ja["choices"][0]["message"]["content"]}});
+  second["messages"].push_back({{"role", "user"}, {"content", "And more?"}});
+  auto b = Post("/v1/chat/completions", second.dump());
+  ASSERT_TRUE(b && b->status == 200);
+  json jb = json::parse(b->body);
+  const int cached = jb["usage"]["prompt_tokens_details"]["cached_tokens"];
+  EXPECT_GE(cached, ja["usage"]["prompt_tokens"].get<int>() - 1);
+  EXPECT_TRUE(server_.WaitForLog(StrFormat("prompt %d tokens = %d reused + %d read",
+                                           jb["usage"]["prompt_tokens"].get<int>(), cached,
+                                           jb["usage"]["prompt_tokens"].get<int>() - cached)))
+      << server_.Log();
+}
+
+TEST_F(ServeHttpTest, AFullQueueAnswers503) {
+  Start({"--parallel", "1", "--queue", "0"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  std::thread slow([&] { Post("/v1/completions", R"({"prompt":"slow","max_tokens":100})"); });
+  ASSERT_TRUE(WaitMetric("requests_processing", 1));
+  auto r = Post("/v1/completions", R"({"prompt":"more","max_tokens":1})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["code"], "server_busy");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("--queue 0"), std::string::npos);
+  slow.join();
+  EXPECT_EQ(Metrics()["requests_rejected_total"], 1.0);
+}
+
+TEST_F(ServeHttpTest, AClientThatDisconnectsFreesItsSlotAtOnce) {
+  // 20 ms a step: 200 tokens would take 4 s; the slot must be free well before.
+  Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  for (bool stream : {true, false}) {
+    json body = {{"prompt", "a long answer"}, {"max_tokens", 200}, {"stream", stream}};
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
+    const double cancelled_before = Metrics()["requests_cancelled_total"].get<double>();
+    // Streaming: hang up after the first bytes; not streaming: after 100 ms of waiting.
+    auto t0 = std::chrono::steady_clock::now();
+    std::string got = testing::RawHttp(server_.port(), req, stream ? kLongMs : 100, stream ? 1 : 0);
+    if (stream) {
+      EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+    }
+    ASSERT_TRUE(WaitMetric("requests_cancelled_total", cancelled_before + 1, 3000))
+        << "stream=" << stream << "\n" << server_.Log();
+    EXPECT_EQ(Metrics()["requests_processing"], 0.0);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(3500));
+  }
+  // The slot serves the next request.
+  auto r = Post("/v1/completions", R"({"prompt":"next","max_tokens":2})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(server_.WaitForLog("cancelled"));
+}
+
+TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) {
+  Start({"--parallel", "2"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  std::string body;
+  std::thread running([&] {
+    auto r = Post("/v1/chat/completions", ChatBody("go", R"("max_tokens":40,"stream":true)"));
+    if (r) body = r->body;
+  });
+  ASSERT_TRUE(WaitMetric("requests_processing", 1));
+  server_.Signal(SIGTERM);
+  ASSERT_TRUE(server_.WaitForLog("strata serve: stopping"));
+  auto late = Post("/v1/completions", R"({"prompt":"late","max_tokens":1})");
+  if (late) {
+    EXPECT_EQ(late->status, 503);  // or the connection is refused once the listener closed
+  }
+  running.join();
+  std::vector<std::string> ev = Events(body);
+  ASSERT_GE(ev.size(), 3u) << body;
+  EXPECT_EQ(ev.back(), "[DONE]");
+  EXPECT_EQ(json::parse(ev[ev.size() - 2])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(server_.WaitExit(kLongMs), 0) << server_.Log();
+  EXPECT_NE(server_.Log().find("strata serve: stopped:"), std::string::npos);
+}
+
+TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
+  Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "50"}});
+  std::string body;
+  std::thread running([&] {
+    auto r = Post("/v1/completions", R"({"prompt":"endless","max_tokens":250,"stream":true})");
+    if (r) body = r->body;
+  });
+  ASSERT_TRUE(WaitMetric("requests_processing", 1));
+  server_.Signal(SIGINT);
+  ASSERT_TRUE(server_.WaitForLog("strata serve: stopping"));
+  server_.Signal(SIGINT);
+  EXPECT_EQ(server_.WaitExit(5000), 0) << server_.Log();  // 250 x 50 ms would be 12.5 s
+  running.join();
+  std::vector<std::string> ev = Events(body);
+  ASSERT_FALSE(ev.empty()) << body;
+  EXPECT_NE(ev.back().find("shutting down"), std::string::npos) << ev.back();
+}
+
+TEST_F(ServeHttpTest, StartRefusalsAreClear) {
+  // A chat template Strata cannot render is refused at start, not mid-request.
+  const std::string llama_tmpl = *dir_ + "/llama-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), llama_tmpl, [](fb::ManifestT& m) {
+                m.tokenizer->chat_template = "{% for message in messages %}[INST] {{ message['content'] }} [/INST]"
+                                             "{% endfor %}";
+              }).ok());
+  auto r = testing::RunProgram("strata-run", {llama_tmpl, "--serve", "--port", "0", "--reference"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("refusing to serve: the pack's chat template is not one Strata can render"), std::string::npos)
+      << r.err;
+  // A pack without a template falls back to ChatML and says so.
+  const std::string none = *dir_ + "/no-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), none, [](fb::ManifestT& m) { m.tokenizer->chat_template = ""; }).ok());
+  ServerProcess ok;
+  std::string error;
+  ASSERT_TRUE(ok.Start({none, "--serve", "--reference"}, {}, &error)) << error;
+  ASSERT_TRUE(ok.WaitReady(kLongMs));
+  EXPECT_NE(ok.Log().find("the pack has no chat template; chats are rendered with ChatML"), std::string::npos);
+  // The port is taken now.
+  auto busy = testing::RunProgram("strata-run", {Pack(), "--serve", "--port", std::to_string(ok.port())});
+  EXPECT_EQ(busy.exit_code, 1);
+  EXPECT_NE(busy.err.find("cannot listen on 127.0.0.1:" + std::to_string(ok.port())), std::string::npos) << busy.err;
+  // Bad options.
+  auto bad = testing::RunProgram("strata-run", {Pack(), "--serve", "--parallel", "0"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--parallel 0: expected 1..256"), std::string::npos) << bad.err;
+  auto both = testing::RunProgram("strata-run", {Pack(), "--serve", "-p", "hi"});
+  EXPECT_EQ(both.exit_code, 2);
+  auto ctx = testing::RunProgram("strata-run", {Pack(), "--serve", "--port", "0", "-c", "100000"});
+  EXPECT_EQ(ctx.exit_code, 2);
+  EXPECT_NE(ctx.err.find("training context"), std::string::npos) << ctx.err;
+}
+
+}  // namespace
+}  // namespace strata
