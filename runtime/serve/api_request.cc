@@ -308,6 +308,7 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
     if (auto e = ParsePrompt(j, limits, out)) return e;
   }
   if (auto e = GetBool(j, "stream", &out->stream)) return e;
+  if (auto e = GetBool(j, "ignore_eos", &out->ignore_eos)) return e;
   if (const json* so = Field(j, "stream_options")) {
     if (!so->is_object()) return WrongType("stream_options", "an object", *so);
     if (!out->stream) return BadRequest("'stream_options' is only allowed with \"stream\": true", "stream_options",

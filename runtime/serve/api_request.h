@@ -39,6 +39,7 @@ struct ApiRequest {
   bool prompt_is_ids = false;
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
+  bool ignore_eos = false;            // llama.cpp's extension: generate past end-of-generation tokens
   SamplingParams sampling;            // the server's defaults, overridden by the request
   bool has_seed = false;
   int32_t max_tokens = -1;            // -1: not given (the server's default applies)

@@ -413,6 +413,7 @@ void ApiServer::Routes() {
 
       GenerationRequest g;
       g.stop = ar.stop;
+      g.ignore_eog = ar.ignore_eos;
       if (kind == ApiKind::kChat) {
         g.kind = "chat";
         g.prompt = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);

@@ -25,6 +25,7 @@ struct GenerationRequest {
   SamplingParams sampling;
   int32_t max_tokens = -1;          // -1: until end of generation or a full context
   std::vector<std::string> stop;    // stop strings (the template's included)
+  bool ignore_eog = false;          // generate past end-of-generation tokens (tests, benchmarks)
   std::string kind = "chat";        // for the log line
 };
 

@@ -409,7 +409,7 @@ void Scheduler::Emit(Slot& s, std::span<const float> logits) {
   const GenerationRequest& r = s.job->request();
   const int32_t id = s.sampler->Sample(logits, s.generated);
   s.generated.push_back(id);
-  const bool eog = tok_.IsEog(id);
+  const bool eog = !r.ignore_eog && tok_.IsEog(id);
   bool hit = false;
   if (!eog) s.job->Append(s.utf8.Push(s.stop.Push(tok_.TokenToPiece(id, false), &hit)));
   const bool limit = r.max_tokens >= 0 && static_cast<int64_t>(s.generated.size()) >= r.max_tokens;
