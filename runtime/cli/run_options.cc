@@ -38,6 +38,7 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("--system", o.system, "system message for --chat");
   app.add_flag("--bench", o.bench, "measure prefill and decode speed (-p N prompt tokens, -n N generated)");
   app.add_option("--bench-reps", o.bench_reps, "benchmark repetitions after a warm-up (default 5)");
+  AddMemoryFlags(app, o.memory);
 }
 
 Status RunOptions::Validate() const {
@@ -48,7 +49,7 @@ Status RunOptions::Validate() const {
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
   int inputs = !prompt.empty() + !prompt_file.empty() + !tokens.empty();
   if (inputs > 1 && !bench) return InvalidArgument("give only one of -p, -f and --tokens");
-  if (!bench && !chat && tokenize_file.empty() && inputs == 0)
+  if (!bench && !chat && tokenize_file.empty() && inputs == 0 && !memory.plan)
     return InvalidArgument("nothing to run: give a prompt (-p TEXT, -f FILE or --tokens IDS), or --chat, --bench "
                            "or --tokenize-file");
   if (chat && inputs > 0) return InvalidArgument("--chat reads its messages from the terminal; drop -p/-f/--tokens");

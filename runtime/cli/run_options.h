@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/base/status.h"
+#include "runtime/cli/memory_flags.h"
 #include "runtime/model/sampler.h"
 
 namespace strata {
@@ -35,6 +36,7 @@ struct RunOptions {
   bool bench = false;
   int64_t bench_prompt = 512;
   int bench_reps = 5;
+  MemoryFlags memory;  // the memory plan and the expert tiers (memory_flags.h)
 
   Status Validate() const;
 };
