@@ -27,8 +27,9 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
                 "backend)");
   e->add_option("--expert-slots", f.expert_slots, "expert slots on the device: a number, or auto (as many as fit)");
   e->add_option("--expert-pinned", f.expert_pinned,
-                "slots pinned with the profile's hottest experts (default: 3/4 of the slots with a profile, 0 without)");
-  e->add_option("--expert-policy", f.expert_policy, "run-time slots: lru or lfru (frequency-weighted LRU)");
+                "slots pinned with the profile's hottest experts, never evicted (default 0: the profile fills every "
+                "slot at start and seeds the run-time policy; bench/results/expert-cache.md)");
+  e->add_option("--expert-policy", f.expert_policy, "run-time slots: lfru (frequency-weighted LRU, default) or lru");
   e->add_option("--expert-half-life", f.expert_half_life, "lfru: accesses after which a use counts half (default: 64 tokens' worth)");
   e->add_flag("--no-decode-copies", f.no_decode_copies, "the host tier reads native expert blobs even where the pack has Q8_0 decode copies");
   e->add_option("--expert-profile", f.expert_profile,

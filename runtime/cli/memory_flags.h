@@ -20,7 +20,7 @@ struct MemoryFlags {
   std::string expert_device = "none";
   std::string expert_slots = "auto";
   int32_t expert_pinned = -1;
-  std::string expert_policy = "lru";
+  std::string expert_policy = "lfru";
   double expert_half_life = 0;
   bool no_decode_copies = false;
   std::string expert_profile;

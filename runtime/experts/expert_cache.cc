@@ -25,7 +25,19 @@ ExpertCache::ExpertCache(uint32_t n_layer, uint32_t n_expert, const ExpertCacheC
   key_of_.assign(static_cast<size_t>(config_.slots), -1);
   prev_.assign(static_cast<size_t>(config_.slots), -1);
   next_.assign(static_cast<size_t>(config_.slots), -1);
-  for (int32_t s = config_.slots - 1; s >= config_.pinned; --s) free_.push_back(s);
+  group_of_slot_.assign(static_cast<size_t>(config_.slots), 0);
+  groups_.resize(config_.per_layer ? std::max<uint32_t>(n_layer, 1) : 1);
+  // Run-time slots in order, dealt to the groups in contiguous ranges (the
+  // first layers get one more when they do not divide evenly).
+  const int32_t dynamic = config_.slots - config_.pinned;
+  const int32_t n_groups = static_cast<int32_t>(groups_.size());
+  int32_t slot = config_.pinned;
+  for (int32_t g = 0; g < n_groups; ++g) {
+    const int32_t n = dynamic / n_groups + (g < dynamic % n_groups ? 1 : 0);
+    for (int32_t i = 0; i < n; ++i) group_of_slot_[static_cast<size_t>(slot + i)] = static_cast<uint32_t>(g);
+    for (int32_t i = n - 1; i >= 0; --i) groups_[static_cast<size_t>(g)].free.push_back(slot + i);
+    slot += n;
+  }
   if (config_.policy == CachePolicy::kLfru) {
     double half = config_.half_life > 0 ? config_.half_life : 64.0 * n_layer * std::max<uint32_t>(config_.k, 1);
     config_.half_life = half;
@@ -69,20 +81,22 @@ std::vector<std::pair<ExpertKey, int32_t>> ExpertCache::Pin(const std::vector<Ex
 
 void ExpertCache::Unlink(int32_t s) {
   const size_t i = static_cast<size_t>(s);
+  Group& g = groups_[group_of_slot_[i]];
   if (prev_[i] >= 0) next_[static_cast<size_t>(prev_[i])] = next_[i];
-  else lru_ = next_[i];
+  else g.lru = next_[i];
   if (next_[i] >= 0) prev_[static_cast<size_t>(next_[i])] = prev_[i];
-  else mru_ = prev_[i];
+  else g.mru = prev_[i];
   prev_[i] = next_[i] = -1;
 }
 
 void ExpertCache::PushMru(int32_t s) {
   const size_t i = static_cast<size_t>(s);
-  prev_[i] = mru_;
+  Group& g = groups_[group_of_slot_[i]];
+  prev_[i] = g.mru;
   next_[i] = -1;
-  if (mru_ >= 0) next_[static_cast<size_t>(mru_)] = s;
-  else lru_ = s;
-  mru_ = s;
+  if (g.mru >= 0) next_[static_cast<size_t>(g.mru)] = s;
+  else g.lru = s;
+  g.mru = s;
 }
 
 double ExpertCache::Touch(size_t index, uint64_t rows) {
@@ -93,27 +107,43 @@ double ExpertCache::Touch(size_t index, uint64_t rows) {
   return score_[index];
 }
 
+void ExpertCache::Seed(const ExpertHotness& h) {
+  if (config_.policy != CachePolicy::kLfru || h.n_layer != n_layer_ || h.n_expert != n_expert_) return;
+  uint64_t total = 0;
+  for (uint64_t c : h.counts) total += c;
+  if (total == 0) return;
+  const double scale = config_.half_life / std::log(2.0) / static_cast<double>(total);
+  const double t = static_cast<double>(clock_);
+  for (size_t i = 0; i < score_.size(); ++i)
+    if (h.counts[i] > 0) score_[i] = std::log(static_cast<double>(h.counts[i]) * scale) + lambda_ * t;
+}
+
 std::vector<std::pair<ExpertKey, int32_t>> ExpertCache::Warm(const std::vector<ExpertKey>& keys) {
   std::vector<std::pair<ExpertKey, int32_t>> placed;
-  // The list is given hottest first; place the coldest first so the hottest ends most recent.
-  std::vector<ExpertKey> take;
+  // Per group, the keys that fit its free slots, hottest first.
+  std::vector<std::vector<ExpertKey>> take(groups_.size());
   for (const ExpertKey& k : keys) {
-    if (take.size() >= free_.size()) break;
     if (k.layer < 0 || static_cast<uint32_t>(k.layer) >= n_layer_ || k.expert >= n_expert_ || SlotOf(k) >= 0) continue;
-    if (std::find(take.begin(), take.end(), k) != take.end()) continue;
-    take.push_back(k);
+    auto& t = take[GroupOf(k.layer)];
+    if (t.size() >= groups_[GroupOf(k.layer)].free.size()) continue;
+    if (std::find(t.begin(), t.end(), k) != t.end()) continue;
+    t.push_back(k);
   }
-  for (auto it = take.rbegin(); it != take.rend(); ++it) {
-    const int32_t s = free_.back();
-    free_.pop_back();
-    Place(*it, s);
-    if (config_.policy == CachePolicy::kLru) {
-      PushMru(s);
-    } else {
-      by_score_.emplace(Touch(Index(*it), 1), s);
+  // The coldest first, so the hottest ends most recent.
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (auto it = take[g].rbegin(); it != take[g].rend(); ++it) {
+      const int32_t s = groups_[g].free.back();
+      groups_[g].free.pop_back();
+      Place(*it, s);
+      if (config_.policy == CachePolicy::kLru) {
+        PushMru(s);
+      } else {
+        const size_t idx = Index(*it);
+        if (std::isinf(score_[idx])) Touch(idx, 1);
+        groups_[g].by_score.emplace(score_[idx], s);
+      }
+      placed.emplace_back(*it, s);
     }
-    placed.emplace_back(*it, s);
-  }
   return placed;
 }
 
@@ -123,9 +153,10 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
   ++clock_;
   const int32_t s = slot_of_[idx];
   const bool lfru = config_.policy == CachePolicy::kLfru;
+  Group& g = groups_[GroupOf(key.layer)];
   double score = 0;
   if (lfru) {
-    if (s >= config_.pinned) by_score_.erase({score_[idx], s});
+    if (s >= config_.pinned) g.by_score.erase({score_[idx], s});
     score = Touch(idx, rows);
   }
   if (s >= 0) {
@@ -134,7 +165,7 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
     if (s < config_.pinned) {
       stats_.pinned_hits += rows;
     } else if (lfru) {
-      by_score_.emplace(score, s);
+      g.by_score.emplace(score, s);
     } else {
       Unlink(s);
       PushMru(s);
@@ -144,18 +175,18 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
   }
   stats_.misses += rows;
   stats_.layer_misses[static_cast<size_t>(key.layer)] += rows;
-  if (config_.slots == config_.pinned) return a;  // no run-time tier
   int32_t target = -1;
-  if (!free_.empty()) {
-    target = free_.back();
-    free_.pop_back();
+  if (!g.free.empty()) {
+    target = g.free.back();
+    g.free.pop_back();
   } else if (lfru) {
-    auto victim = by_score_.begin();
-    if (victim == by_score_.end() || score < victim->first) return a;  // not admitted
+    auto victim = g.by_score.begin();
+    if (victim == g.by_score.end() || score < victim->first) return a;  // not admitted (or no run-time slots)
     target = victim->second;
-    by_score_.erase(victim);
+    g.by_score.erase(victim);
   } else {
-    target = lru_;
+    if (g.lru < 0) return a;  // no run-time slots
+    target = g.lru;
     Unlink(target);
   }
   if (auto old = KeyOf(target)) {
@@ -164,7 +195,7 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
     ++stats_.evictions;
   }
   Place(key, target);
-  if (lfru) by_score_.emplace(score, target);
+  if (lfru) g.by_score.emplace(score, target);
   else PushMru(target);
   ++stats_.uploads;
   a.upload = target;
@@ -172,20 +203,43 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
 }
 
 void ExpertCache::Drop(int32_t slot) {
-  if (slot < config_.pinned || slot >= config_.slots) {
-    if (auto k = KeyOf(slot)) {  // a pinned slot that could not be filled
-      slot_of_[Index(*k)] = -1;
-      key_of_[static_cast<size_t>(slot)] = -1;
-    }
-    return;
-  }
   auto k = KeyOf(slot);
   if (!k) return;
-  if (config_.policy == CachePolicy::kLfru) by_score_.erase({score_[Index(*k)], slot});
-  else Unlink(slot);
+  if (slot >= config_.pinned) {
+    Group& g = groups_[group_of_slot_[static_cast<size_t>(slot)]];
+    if (config_.policy == CachePolicy::kLfru) g.by_score.erase({score_[Index(*k)], slot});
+    else Unlink(slot);
+    g.free.push_back(slot);
+  }
   slot_of_[Index(*k)] = -1;
   key_of_[static_cast<size_t>(slot)] = -1;
-  free_.push_back(slot);
+}
+
+std::vector<std::pair<ExpertKey, int32_t>> FillFromHotness(ExpertCache& cache, const ExpertHotness& hotness, bool warm) {
+  const ExpertCacheConfig& c = cache.config();
+  // Warm wants the whole ranking: with per-layer groups, each layer's slots
+  // take that layer's hottest, wherever they rank overall.
+  std::vector<ExpertKey> hot = hotness.Hottest(warm ? hotness.counts.size() : static_cast<size_t>(c.pinned));
+  const size_t n_pin = std::min(hot.size(), static_cast<size_t>(c.pinned));
+  std::vector<ExpertKey> pin(hot.begin(), hot.begin() + static_cast<ptrdiff_t>(n_pin));
+  std::vector<ExpertKey> rest(hot.begin() + static_cast<ptrdiff_t>(n_pin), hot.end());
+  std::vector<std::pair<ExpertKey, int32_t>> placed = cache.Pin(pin);
+  cache.Seed(hotness);
+  if (warm) {
+    auto w = cache.Warm(rest);
+    placed.insert(placed.end(), w.begin(), w.end());
+  }
+  return placed;
+}
+
+CacheStats ReplayRouting(ExpertCache& cache, const RoutingTrace& trace, uint64_t begin, uint64_t end) {
+  cache.ResetStats();
+  end = std::min(end, trace.tokens());
+  for (uint64_t t = begin; t < end; ++t)
+    for (uint32_t l = 0; l < trace.n_layer; ++l)
+      for (int32_t e : trace.Experts(t, l))
+        if (e >= 0) cache.Access({static_cast<int32_t>(l), static_cast<uint32_t>(e)});
+  return cache.stats();
 }
 
 }  // namespace strata

@@ -6,14 +6,19 @@
 //
 // Slots [0, pinned) are filled once from the expert profile (the hottest
 // (layer, expert) pairs over all layers) and never change. Slots [pinned,
-// slots) are the run-time tier, shared by all layers:
+// slots) are the run-time tier, either shared by all layers or split evenly
+// between layers (per_layer: one layer's burst cannot evict another layer's
+// experts, and a region smaller than one token's n_layer * k accesses does
+// not thrash, which a shared LRU does):
 //  * kLru: a miss takes the least recently used slot.
 //  * kLfru (frequency-weighted LRU): every expert, cached or not, has a use
 //    count that halves every `half_life` accesses; a miss takes the slot
 //    whose expert has the lowest decayed count, and only if the newcomer's
 //    decayed count is at least that high (one-off experts do not push out
 //    recurring ones). Ordering by log(count) + t * ln2 / half_life keeps the
-//    order fixed between uses, so eviction is a set lookup.
+//    order fixed between uses, so eviction is a set lookup. With a profile,
+//    the counts start from the profile's rates (FillFromHotness), so
+//    profiled experts hold their slots until the session shows otherwise.
 // A miss is computed on the host tier; the executor then uploads the expert
 // into the slot the cache chose, for the next token.
 
@@ -26,6 +31,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/routing_trace.h"
 
 namespace strata {
 
@@ -39,6 +45,7 @@ struct ExpertCacheConfig {
   CachePolicy policy = CachePolicy::kLru;
   double half_life = 0;  // kLfru: in accesses (routed experts); 0: 64 tokens' worth (64 * n_layer * k)
   uint32_t k = 1;        // experts per token per layer (for the default half-life)
+  bool per_layer = false;  // split the run-time slots evenly between layers
 };
 
 struct CacheAccess {
@@ -66,8 +73,13 @@ class ExpertCache {
   // returns (key, slot) for each placed. Call once, before any Access.
   std::vector<std::pair<ExpertKey, int32_t>> Pin(const std::vector<ExpertKey>& keys);
   // Places `keys` in free run-time slots (a warm start; the first is the most
-  // recent); returns (key, slot) for each placed. Experts already cached are skipped.
+  // recent); returns (key, slot) for each placed. Experts already cached, and
+  // experts whose layer has no free slot left, are skipped.
   std::vector<std::pair<ExpertKey, int32_t>> Warm(const std::vector<ExpertKey>& keys);
+  // kLfru: starts every expert's decayed count at its profile rate (uses per
+  // access in the profile) times the half-life / ln 2: the count a steady
+  // stream at that rate converges to. Call before Warm.
+  void Seed(const ExpertHotness& hotness);
   // One use of `key` by `rows` tokens.
   CacheAccess Access(ExpertKey key, uint64_t rows = 1);
   // The slot's upload failed or was abandoned: the slot holds nothing now.
@@ -81,23 +93,39 @@ class ExpertCache {
 
  private:
   size_t Index(ExpertKey k) const { return static_cast<size_t>(k.layer) * n_expert_ + k.expert; }
+  // The run-time group of a layer / of a slot: 0 when shared, the layer when per_layer.
+  size_t GroupOf(int32_t layer) const { return config_.per_layer ? static_cast<size_t>(layer) : 0; }
   void Place(ExpertKey key, int32_t slot);
   void Unlink(int32_t slot);
   void PushMru(int32_t slot);
   double Touch(size_t index, uint64_t rows);  // LFRU: the key's new score
 
+  struct Group {
+    std::vector<int32_t> free;       // free slots (a stack)
+    int32_t lru = -1, mru = -1;      // LRU list of occupied slots (prev_/next_)
+    std::set<std::pair<double, int32_t>> by_score;  // LFRU: occupied slots
+  };
   uint32_t n_layer_, n_expert_;
   ExpertCacheConfig config_;
   double lambda_ = 0;  // LFRU decay per access (ln 2 / half-life)
   uint64_t clock_ = 0;
   std::vector<int32_t> slot_of_;   // [layer][expert] -> slot, -1
   std::vector<int64_t> key_of_;    // [slot] -> key index, -1
-  std::vector<int32_t> free_;      // free run-time slots (a stack)
-  std::vector<int32_t> prev_, next_;  // LRU list of occupied run-time slots
-  int32_t lru_ = -1, mru_ = -1;
+  std::vector<uint32_t> group_of_slot_;
+  std::vector<int32_t> prev_, next_;  // LRU lists
+  std::vector<Group> groups_;
   std::vector<double> score_;      // LFRU: [layer][expert] log(decayed count) + clock * lambda; -inf never used
-  std::set<std::pair<double, int32_t>> by_score_;  // LFRU: occupied run-time slots
   CacheStats stats_;
 };
+
+// Pins the hottest experts of `hotness` in the pinned slots and (when `warm`)
+// fills the run-time slots with the next hottest. Returns (key, slot) for
+// every slot filled, pinned first: the executor uploads them.
+std::vector<std::pair<ExpertKey, int32_t>> FillFromHotness(ExpertCache& cache, const ExpertHotness& hotness, bool warm);
+
+// Replays tokens [begin, end) of a trace through the cache, one access per
+// routed (token, layer, expert), as decode does; returns the stats of the
+// replay alone (the cache keeps its state).
+CacheStats ReplayRouting(ExpertCache& cache, const RoutingTrace& trace, uint64_t begin = 0, uint64_t end = UINT64_MAX);
 
 }  // namespace strata

@@ -27,9 +27,10 @@ namespace strata {
 
 struct TierOptions {
   int32_t slots = 0;       // device slots (0: host tier only)
-  int32_t pinned = -1;     // of which pinned from the hotness; -1: all with a profile, none without
-  CachePolicy policy = CachePolicy::kLru;
+  int32_t pinned = -1;     // of which pinned from the hotness; -1: DefaultPinnedSlots
+  CachePolicy policy = CachePolicy::kLfru;
   double half_life = 0;    // LFRU half-life in accesses; 0: the default
+  bool per_layer = false;  // split the run-time slots evenly between layers
   bool decode_copies = true;  // the host tier reads Q8_0 decode copies when the pack has them
   bool warm = true;        // fill the run-time region from the hotness too (after the pinned experts)
   int64_t max_rows = 1;    // most tokens one RunExpert gets (tokens per pass)

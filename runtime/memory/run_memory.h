@@ -37,7 +37,7 @@ struct RunMemoryOptions {
   std::string expert_device = "none";    // --expert-device none|cpu
   int32_t expert_slots = -1;             // --expert-slots; -1: as many as fit
   int32_t expert_pinned = -1;            // --expert-pinned; -1: DefaultPinnedSlots
-  CachePolicy expert_policy = CachePolicy::kLru;
+  CachePolicy expert_policy = CachePolicy::kLfru;
   double expert_half_life = 0;           // LFRU half-life in accesses (0: default)
   bool decode_copies = true;             // the host tier reads decode copies when present
   std::string expert_profile;            // a routing trace to take the hotness from (the pack's profile wins)
