@@ -43,6 +43,9 @@ ExpertCache::ExpertCache(uint32_t n_layer, uint32_t n_expert, const ExpertCacheC
     config_.half_life = half;
     lambda_ = std::log(2.0) / half;
     score_.assign(n_keys, -std::numeric_limits<double>::infinity());
+    slot_score_.assign(static_cast<size_t>(config_.slots), 0.0);
+    heap_pos_.assign(static_cast<size_t>(config_.slots), -1);
+    for (Group& g : groups_) g.heap.reserve(g.free.size());
   }
   stats_.layer_hits.assign(n_layer, 0);
   stats_.layer_misses.assign(n_layer, 0);
@@ -107,6 +110,65 @@ double ExpertCache::Touch(size_t index, uint64_t rows) {
   return score_[index];
 }
 
+bool ExpertCache::Less(int32_t a, int32_t b) const {
+  const double sa = slot_score_[static_cast<size_t>(a)], sb = slot_score_[static_cast<size_t>(b)];
+  return sa != sb ? sa < sb : a < b;
+}
+
+void ExpertCache::HeapSwap(Group& g, size_t i, size_t j) {
+  std::swap(g.heap[i], g.heap[j]);
+  heap_pos_[static_cast<size_t>(g.heap[i])] = static_cast<int32_t>(i);
+  heap_pos_[static_cast<size_t>(g.heap[j])] = static_cast<int32_t>(j);
+}
+
+void ExpertCache::SiftUp(Group& g, size_t i) {
+  while (i > 0) {
+    const size_t parent = (i - 1) / 2;
+    if (!Less(g.heap[i], g.heap[parent])) break;
+    HeapSwap(g, i, parent);
+    i = parent;
+  }
+}
+
+void ExpertCache::SiftDown(Group& g, size_t i) {
+  for (;;) {
+    size_t best = i;
+    const size_t l = 2 * i + 1, r = l + 1;
+    if (l < g.heap.size() && Less(g.heap[l], g.heap[best])) best = l;
+    if (r < g.heap.size() && Less(g.heap[r], g.heap[best])) best = r;
+    if (best == i) return;
+    HeapSwap(g, i, best);
+    i = best;
+  }
+}
+
+void ExpertCache::HeapPush(Group& g, int32_t slot, double score) {
+  slot_score_[static_cast<size_t>(slot)] = score;
+  g.heap.push_back(slot);  // within the capacity reserved at construction
+  heap_pos_[static_cast<size_t>(slot)] = static_cast<int32_t>(g.heap.size() - 1);
+  SiftUp(g, g.heap.size() - 1);
+}
+
+void ExpertCache::HeapRemove(Group& g, int32_t slot) {
+  const int32_t at = heap_pos_[static_cast<size_t>(slot)];
+  if (at < 0) return;
+  const size_t i = static_cast<size_t>(at), last = g.heap.size() - 1;
+  if (i != last) HeapSwap(g, i, last);
+  g.heap.pop_back();
+  heap_pos_[static_cast<size_t>(slot)] = -1;
+  if (i < g.heap.size()) {
+    SiftUp(g, i);
+    SiftDown(g, i);
+  }
+}
+
+void ExpertCache::HeapUpdate(Group& g, int32_t slot, double score) {
+  slot_score_[static_cast<size_t>(slot)] = score;
+  const size_t i = static_cast<size_t>(heap_pos_[static_cast<size_t>(slot)]);
+  SiftUp(g, i);
+  SiftDown(g, i);
+}
+
 void ExpertCache::Seed(const ExpertHotness& h) {
   if (config_.policy != CachePolicy::kLfru || h.n_layer != n_layer_ || h.n_expert != n_expert_) return;
   uint64_t total = 0;
@@ -140,7 +202,7 @@ std::vector<std::pair<ExpertKey, int32_t>> ExpertCache::Warm(const std::vector<E
       } else {
         const size_t idx = Index(*it);
         if (std::isinf(score_[idx])) Touch(idx, 1);
-        groups_[g].by_score.emplace(score_[idx], s);
+        HeapPush(groups_[g], s, score_[idx]);
       }
       placed.emplace_back(*it, s);
     }
@@ -155,17 +217,14 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
   const bool lfru = config_.policy == CachePolicy::kLfru;
   Group& g = groups_[GroupOf(key.layer)];
   double score = 0;
-  if (lfru) {
-    if (s >= config_.pinned) g.by_score.erase({score_[idx], s});
-    score = Touch(idx, rows);
-  }
+  if (lfru) score = Touch(idx, rows);
   if (s >= 0) {
     stats_.hits += rows;
     stats_.layer_hits[static_cast<size_t>(key.layer)] += rows;
     if (s < config_.pinned) {
       stats_.pinned_hits += rows;
     } else if (lfru) {
-      g.by_score.emplace(score, s);
+      HeapUpdate(g, s, score);
     } else {
       Unlink(s);
       PushMru(s);
@@ -180,10 +239,10 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
     target = g.free.back();
     g.free.pop_back();
   } else if (lfru) {
-    auto victim = g.by_score.begin();
-    if (victim == g.by_score.end() || score < victim->first) return a;  // not admitted (or no run-time slots)
-    target = victim->second;
-    g.by_score.erase(victim);
+    if (g.heap.empty()) return a;  // no run-time slots
+    target = g.heap.front();
+    if (score < slot_score_[static_cast<size_t>(target)]) return a;  // not admitted
+    HeapRemove(g, target);
   } else {
     if (g.lru < 0) return a;  // no run-time slots
     target = g.lru;
@@ -195,7 +254,7 @@ CacheAccess ExpertCache::Access(ExpertKey key, uint64_t rows) {
     ++stats_.evictions;
   }
   Place(key, target);
-  if (lfru) g.by_score.emplace(score, target);
+  if (lfru) HeapPush(g, target, score);
   else PushMru(target);
   ++stats_.uploads;
   a.upload = target;
@@ -207,7 +266,7 @@ void ExpertCache::Drop(int32_t slot) {
   if (!k) return;
   if (slot >= config_.pinned) {
     Group& g = groups_[group_of_slot_[static_cast<size_t>(slot)]];
-    if (config_.policy == CachePolicy::kLfru) g.by_score.erase({score_[Index(*k)], slot});
+    if (config_.policy == CachePolicy::kLfru) HeapRemove(g, slot);
     else Unlink(slot);
     g.free.push_back(slot);
   }

@@ -24,7 +24,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -92,6 +91,11 @@ class ExpertCache {
   void ResetStats();
 
  private:
+  struct Group {
+    std::vector<int32_t> free;       // free slots (a stack)
+    int32_t lru = -1, mru = -1;      // LRU list of occupied slots (prev_/next_)
+    std::vector<int32_t> heap;       // LFRU: occupied slots, a min-heap on (slot_score_, slot)
+  };
   size_t Index(ExpertKey k) const { return static_cast<size_t>(k.layer) * n_expert_ + k.expert; }
   // The run-time group of a layer / of a slot: 0 when shared, the layer when per_layer.
   size_t GroupOf(int32_t layer) const { return config_.per_layer ? static_cast<size_t>(layer) : 0; }
@@ -99,12 +103,16 @@ class ExpertCache {
   void Unlink(int32_t slot);
   void PushMru(int32_t slot);
   double Touch(size_t index, uint64_t rows);  // LFRU: the key's new score
+  // LFRU's eviction order: an indexed min-heap per group, sized once, so
+  // nothing is allocated while a run accesses the cache.
+  bool Less(int32_t a, int32_t b) const;
+  void HeapSwap(Group& g, size_t i, size_t j);
+  void SiftUp(Group& g, size_t i);
+  void SiftDown(Group& g, size_t i);
+  void HeapPush(Group& g, int32_t slot, double score);
+  void HeapRemove(Group& g, int32_t slot);
+  void HeapUpdate(Group& g, int32_t slot, double score);
 
-  struct Group {
-    std::vector<int32_t> free;       // free slots (a stack)
-    int32_t lru = -1, mru = -1;      // LRU list of occupied slots (prev_/next_)
-    std::set<std::pair<double, int32_t>> by_score;  // LFRU: occupied slots
-  };
   uint32_t n_layer_, n_expert_;
   ExpertCacheConfig config_;
   double lambda_ = 0;  // LFRU decay per access (ln 2 / half-life)
@@ -115,6 +123,8 @@ class ExpertCache {
   std::vector<int32_t> prev_, next_;  // LRU lists
   std::vector<Group> groups_;
   std::vector<double> score_;      // LFRU: [layer][expert] log(decayed count) + clock * lambda; -inf never used
+  std::vector<double> slot_score_; // LFRU: [slot] the score of the expert it holds
+  std::vector<int32_t> heap_pos_;  // LFRU: [slot] index in its group's heap, -1
   CacheStats stats_;
 };
 

@@ -199,6 +199,12 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
   const uint64_t rows = in.logits_all ? static_cast<uint64_t>(T) : static_cast<uint64_t>(in.parallel);
   add("logits", PlanPool::kHeap, rows * hp.n_vocab * sizeof(float), true,
       StrFormat("%" PRIu64 " rows x %u vocabulary x 4 B", rows, hp.n_vocab));
+  // The sampler's candidates (id, logit) and its probabilities (two doubles)
+  // per vocabulary entry; the generated ids and the penalty counts per position.
+  add("sampler and generated tokens", PlanPool::kHeap,
+      static_cast<uint64_t>(in.parallel) * (uint64_t{hp.n_vocab} * 24 + static_cast<uint64_t>(in.n_ctx) * 40), true,
+      StrFormat("%d seq x (%u vocabulary x 24 B + %lld positions x 40 B)", in.parallel, hp.n_vocab,
+                static_cast<long long>(in.n_ctx)));
   if (tier) {
     add("host expert tier scratch", PlanPool::kHeap, TieredExpertExecutor::HostScratchBytes(hp, T), true,
         StrFormat("gate and up outputs of %lld rows x %u", static_cast<long long>(T), hp.n_ff_exp));
@@ -220,13 +226,21 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
         true, StrFormat("%" PRIu64 " tokens x %u layers x %u experts x 8 B, x2 for growth", in.trace_tokens,
                         hp.n_layer, hp.n_expert_used));
   // Runtime metadata: the tensor table and its indexes, the tokenizer's
-  // tables (built from the manifest), the model's role table. Estimated; the
-  // high-water test measures it (tests/memory_plan_test.cc).
-  const uint64_t meta = static_cast<uint64_t>(model.tensors().size()) * 192 + uint64_t{hp.n_vocab} * 160 +
-                        pack.header().manifest_size * 2 + (256u << 10);
+  // tables (built from the manifest's sections: the strings plus a hash-map
+  // entry each), the model's role table. Estimated; tests/memory_plan_test.cc
+  // measures it (151k-token Qwen2 vocabulary: 38.9 MB measured, 44 MB here).
+  uint64_t tok_bytes = 0, merge_bytes = 0, n_merges = 0;
+  if (const fb::Tokenizer* tk = pack.manifest().tokenizer()) {
+    tok_bytes = tk->token_bytes() ? tk->token_bytes()->size() : 0;
+    merge_bytes = tk->merge_bytes() ? tk->merge_bytes()->size() : 0;
+    n_merges = tk->n_merges();
+  }
+  const uint64_t meta = static_cast<uint64_t>(model.tensors().size()) * 192 + uint64_t{hp.n_vocab} * 160 + tok_bytes +
+                        n_merges * 112 + merge_bytes + (32u << 10);
   add("runtime metadata (estimate)", PlanPool::kHeap, meta, true,
-      StrFormat("%zu tensors x 192 B + %u tokens x 160 B + 2 x %s manifest + 256 KiB", model.tensors().size(),
-                hp.n_vocab, HumanBytes(pack.header().manifest_size).c_str()));
+      StrFormat("%zu tensors x 192 B + %u tokens x 160 B + %llu merges x 112 B + %s of strings + 32 KiB",
+                model.tensors().size(), hp.n_vocab, static_cast<unsigned long long>(n_merges),
+                HumanBytes(tok_bytes + merge_bytes).c_str()));
   return plan;
 }
 

@@ -240,31 +240,33 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
     const int64_t m = t1 - t0;
     const bool chunked = mode == DeltaNetMode::kChunked || (mode == DeltaNetMode::kAuto && m >= kDeltaNetChunkedMin);
     float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
-    backend.ParallelFor(tasks, [&](int64_t task_begin, int64_t task_end) {
-     for (int64_t task = task_begin; task < task_end; ++task) {
-      const float** qp = qp_all + task * n;
-      const float** kp = kp_all + task * n;
-      const float** vp = vp_all + task * n;
-      float** op = op_all + task * n;
-      float* g = gb_all + task * 2 * n;
-      float* b = g + n;
-      float* head = head_all + task * head_floats;
-      for (int64_t hv = n_v * task / tasks; hv < n_v * (task + 1) / tasks; ++hv) {
-        for (int64_t i = 0; i < m; ++i) {
-          const float* xt = &x[(t0 + i) * conv_dim];
-          qp[i] = xt + (hv % n_k) * dk;
-          kp[i] = xt + key_dim + (hv % n_k) * dk;
-          vp[i] = xt + 2 * key_dim + hv * dv;
-          op[i] = &y[(t0 + i) * value_dim + hv * dv];
-          g[i] = alpha[(t0 + i) * n_v + hv];
-          b[i] = beta[(t0 + i) * n_v + hv];
+    auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const float** qp = qp_all + task * n;
+        const float** kp = kp_all + task * n;
+        const float** vp = vp_all + task * n;
+        float** op = op_all + task * n;
+        float* g = gb_all + task * 2 * n;
+        float* b = g + n;
+        float* head = head_all + task * head_floats;
+        for (int64_t hv = n_v * task / tasks; hv < n_v * (task + 1) / tasks; ++hv) {
+          for (int64_t i = 0; i < m; ++i) {
+            const float* xt = &x[(t0 + i) * conv_dim];
+            qp[i] = xt + (hv % n_k) * dk;
+            kp[i] = xt + key_dim + (hv % n_k) * dk;
+            vp[i] = xt + 2 * key_dim + hv * dv;
+            op[i] = &y[(t0 + i) * value_dim + hv * dv];
+            g[i] = alpha[(t0 + i) * n_v + hv];
+            b[i] = beta[(t0 + i) * n_v + hv];
+          }
+          float* S = S_all + hv * dk * dv;
+          if (chunked) ChunkedHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
+          else SequentialHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
         }
-        float* S = S_all + hv * dk * dv;
-        if (chunked) ChunkedHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
-        else SequentialHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
       }
-     }
-    });
+    };
+    // A lambda of one reference: std::function holds it without allocating.
+    backend.ParallelFor(tasks, [&tasks_body](int64_t tb, int64_t te) { tasks_body(tb, te); });
     t0 = t1;
   }
 

@@ -97,36 +97,38 @@ Status Attention(const Pass& p, int32_t il, const float* h, float* out) {
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
   // One scores row per task (tasks run on one thread at a time).
-  p.be.ParallelFor(tasks, [&](int64_t task_begin, int64_t task_end) {
-   for (int64_t task = task_begin; task < task_end; ++task) {
-    float* scores = scores_all + task * max_keys;
-    for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
-      const int64_t t = job / H, hh = job % H, kvh = hh / group;
-      const int64_t n_keys = p.pos[t] + 1;  // causal
-      const float* K = p.St(t).k[il].data();
-      const float* V = p.St(t).v[il].data();
-      const float* q = q_at(t, hh);
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const float* kj = K + (j * Hkv + kvh) * Dk;
-        float s = 0.0f;
-        for (int64_t d = 0; d < Dk; ++d) s += q[d] * kj[d];
-        scores[j] = s * scale;
-      }
-      ops::Softmax(scores, n_keys);
-      float* o = attn + (t * H + hh) * Dv;
-      std::fill(o, o + Dv, 0.0f);
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const float* vj = V + (j * Hkv + kvh) * Dv;
-        const float pj = scores[j];
-        for (int64_t d = 0; d < Dv; ++d) o[d] += pj * vj[d];
-      }
-      if (gated) {
-        const float* gate = q + Dk;
-        for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
+  auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+    for (int64_t task = task_begin; task < task_end; ++task) {
+      float* scores = scores_all + task * max_keys;
+      for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
+        const int64_t t = job / H, hh = job % H, kvh = hh / group;
+        const int64_t n_keys = p.pos[t] + 1;  // causal
+        const float* K = p.St(t).k[il].data();
+        const float* V = p.St(t).v[il].data();
+        const float* q = q_at(t, hh);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float* kj = K + (j * Hkv + kvh) * Dk;
+          float s = 0.0f;
+          for (int64_t d = 0; d < Dk; ++d) s += q[d] * kj[d];
+          scores[j] = s * scale;
+        }
+        ops::Softmax(scores, n_keys);
+        float* o = attn + (t * H + hh) * Dv;
+        std::fill(o, o + Dv, 0.0f);
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const float* vj = V + (j * Hkv + kvh) * Dv;
+          const float pj = scores[j];
+          for (int64_t d = 0; d < Dv; ++d) o[d] += pj * vj[d];
+        }
+        if (gated) {
+          const float* gate = q + Dk;
+          for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
+        }
       }
     }
-   }
-  });
+  };
+  // A lambda of one reference: std::function holds it without allocating.
+  p.be.ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
   p.Mul(*p.W(il, R::kAttnOutput), attn, out);
   return Status::Ok();
 }
@@ -135,11 +137,12 @@ Status Attention(const Pass& p, int32_t il, const float* h, float* out) {
 // SwiGLU: down(silu(gate x) * up x) for the rows of x.
 uint64_t SwiGluBytes(uint64_t rows, uint64_t ff) { return 2 * TakeBytes<float>(rows * ff); }
 
+// `scratch`: 2 * rows * gate.rows floats, or null to take them from the workspace.
 Status SwiGlu(const Pass& p, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-              const float* x, int64_t rows, float* out) {
+              const float* x, int64_t rows, float* out, float* scratch = nullptr) {
   WorkspaceScope scope(p.ws);
-  float* g = p.ws.Take<float>(rows * gate.rows);
-  float* u = p.ws.Take<float>(rows * up.rows);
+  float* g = scratch ? scratch : p.ws.Take<float>(rows * gate.rows);
+  float* u = scratch ? scratch + rows * gate.rows : p.ws.Take<float>(rows * up.rows);
   if (!u) return p.ws.Exhausted("SwiGLU");
   p.be.MatMul(gate, x, rows, g);
   p.be.MatMul(up, x, rows, u);
@@ -157,7 +160,7 @@ uint64_t MoeBytes(const HParams& hp, uint64_t n) {
   const uint64_t NE = hp.n_expert, K = hp.n_expert_used, E = hp.n_embd;
   return TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) + TakeBytes<float>(K) +
          TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) + TakeBytes<int64_t>(n * K) +
-         TakeBytes<float>(n * K * E) + 2 * TakeBytes<float>(n * E) + SwiGluBytes(n, hp.n_ff_exp);
+         TakeBytes<float>(n * K * E) + 2 * TakeBytes<float>(n * E) + TakeBytes<float>(2 * n * hp.n_ff_exp);
 }
 
 // Routed experts: softmax over the router logits, top-k, renormalized
@@ -177,7 +180,8 @@ Status MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
   float* results = p.ws.Take<float>(n * K * E);
   float* xe = p.ws.Take<float>(n * E);  // an expert is chosen at most once per token: m <= n
   float* ye = p.ws.Take<float>(n * E);
-  if (!ye) return p.ws.Exhausted("MoE routing");
+  float* gu = p.ws.Take<float>(2 * n * hp.n_ff_exp);  // an expert's SwiGLU for up to n rows
+  if (!gu) return p.ws.Exhausted("MoE routing");
   p.Mul(*p.W(il, R::kFfnGateInp), h, probs);
   for (int64_t t = 0; t < n; ++t) {
     float* pr = probs + t * NE;
@@ -217,7 +221,7 @@ Status MoeFfn(const Pass& p, int32_t il, const float* h, float* out) {
     } else {
       STRATA_RETURN_IF_ERROR(SwiGlu(p, ExpertMatrix(gate, static_cast<uint32_t>(e)),
                                     ExpertMatrix(up, static_cast<uint32_t>(e)),
-                                    ExpertMatrix(down, static_cast<uint32_t>(e)), xe, m, ye));
+                                    ExpertMatrix(down, static_cast<uint32_t>(e)), xe, m, ye, gu));
     }
     for (int64_t i = 0; i < m; ++i) std::memcpy(&results[entries[i] * E], &ye[i * E], E * sizeof(float));
   }
