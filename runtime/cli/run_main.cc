@@ -256,8 +256,11 @@ int Main(int argc, char** argv) {
   auto mem = AllocateRun(*model, **backend, *setup);
   if (!mem.ok()) return Fail(mem.status());
   std::optional<RoutingTraceRecorder> recorder;
-  if (!o.memory.routing_trace_out.empty())
+  if (!o.memory.routing_trace_out.empty()) {
     recorder.emplace(model->hp().n_layer, model->hp().n_expert, model->hp().n_expert_used);
+    Status s = recorder->Reserve(shape.trace_tokens);
+    if (!s.ok()) return Fail(s);
+  }
   if (mem->experts) std::fprintf(stderr, "strata-run: %s\n", mem->experts->Describe().c_str());
   RunContext rc{&mem->states[0], &mem->workspace, mem->experts.get(), recorder ? &*recorder : nullptr};
   // After the run: the tiers' counts and the routing trace.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "runtime/base/atomic_file.h"
+#include "runtime/base/checked_alloc.h"
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -90,9 +91,14 @@ Result<RoutingTrace> RoutingTraceRecorder::Finish() const {
   return t;
 }
 
+Status RoutingTraceRecorder::Reserve(uint64_t tokens) {
+  const uint64_t n = tokens * trace_.n_layer * trace_.k;
+  STRATA_RETURN_IF_ERROR(CheckedResize(trace_.experts, static_cast<size_t>(n), "the routing trace", true));
+  return CheckedResize(trace_.probs, static_cast<size_t>(n), "the routing trace", true);
+}
+
 uint64_t RoutingTraceRecorder::BytesFor(uint32_t n_layer, uint32_t k, uint64_t tokens) {
-  // experts and probs; a vector grown by resize may hold up to twice its size.
-  return 2 * tokens * n_layer * k * (sizeof(int32_t) + sizeof(float));
+  return tokens * n_layer * k * (sizeof(int32_t) + sizeof(float));
 }
 
 Status WriteRoutingTrace(const RoutingTrace& t, const std::string& path) {

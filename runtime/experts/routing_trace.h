@@ -56,7 +56,10 @@ class RoutingTraceRecorder : public RoutingObserver {
   // The trace so far. Errors if the layers saw different numbers of tokens
   // (a pass that failed half way).
   Result<RoutingTrace> Finish() const;
-  // Bytes the recorder holds for `tokens` tokens (the memory plan counts it).
+  // Allocates room for `tokens` tokens now (the memory plan's line), so
+  // recording them allocates nothing. Errors: kResourceExhausted with the size.
+  Status Reserve(uint64_t tokens);
+  // Bytes Reserve(tokens) takes.
   static uint64_t BytesFor(uint32_t n_layer, uint32_t k, uint64_t tokens);
 
  private:

@@ -223,7 +223,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
   }
   if (in.trace_tokens)
     add("routing trace", PlanPool::kHeap, RoutingTraceRecorder::BytesFor(hp.n_layer, hp.n_expert_used, in.trace_tokens),
-        true, StrFormat("%" PRIu64 " tokens x %u layers x %u experts x 8 B, x2 for growth", in.trace_tokens,
+        true, StrFormat("%" PRIu64 " tokens x %u layers x %u experts x 8 B (id and probability)", in.trace_tokens,
                         hp.n_layer, hp.n_expert_used));
   // Runtime metadata: the tensor table and its indexes, the tokenizer's
   // tables (built from the manifest's sections: the strings plus a hash-map

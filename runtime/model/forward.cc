@@ -448,9 +448,11 @@ Status ForwardBatch(const Model& model, MatMulBackend& backend, std::span<const 
   try {
     return RunPass(p, batch, logits);
   } catch (const std::bad_alloc&) {
-    // Only a backend that allocates on its own (the reference backend's row
-    // buffer, a FastBackend whose scratch was not reserved) gets here.
-    return ResourceExhausted(StrFormat("out of memory in a forward pass of %lld tokens (the backend's scratch)",
+    // Only an allocation outside the workspace gets here: a backend that
+    // allocates on its own (the reference backend's row buffer, a FastBackend
+    // whose scratch was not reserved) or an observer.
+    return ResourceExhausted(StrFormat("out of memory in a forward pass of %lld tokens (an allocation outside the "
+                                       "planned workspace)",
                                        static_cast<long long>(n)));
   }
 }
