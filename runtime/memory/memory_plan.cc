@@ -136,7 +136,8 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
     for (const ExpertKey& k : in.hotness->Hottest(static_cast<size_t>(pinned)))
       pinned_keys.insert(static_cast<int64_t>(k.layer) * hp.n_expert + k.expert);
   uint64_t dense = 0, experts_read = 0, experts_pinned = 0, unread = 0, tensor_bytes = 0;
-  uint32_t n_dense = 0;
+  uint32_t n_dense = 0, n_copies = 0;
+  for (const TensorView& t : model.tensors()) n_copies += t.is_decode_copy ? 1 : 0;
   for (const TensorView& t : model.tensors()) {
     tensor_bytes += t.data.size();
     if (t.is_decode_copy) {
@@ -161,7 +162,9 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
   if (hp.n_expert) {
     add("weights: experts, host tier", PlanPool::kMapped, experts_read, true,
         StrFormat("routed experts the host tier may run (%s), read as routed%s",
-                  in.decode_copies ? "decode copies where present, else native" : "native blobs",
+                  !n_copies            ? "native blobs; the pack has no decode copies"
+                  : in.decode_copies ? "Q8_0 decode copies where present, else native"
+                                     : "native blobs (--no-decode-copies)",
                   pinned ? StrFormat(", less the %d pinned on the device", pinned).c_str() : ""));
     if (experts_pinned)
       add("weights: experts pinned on device", PlanPool::kMapped, experts_pinned, false,
@@ -325,7 +328,9 @@ std::string FormatPlan(const MemoryPlan& plan) {
     out += StrFormat("  %-36s %-9s %12s  %s\n", l.item.c_str(), where.c_str(), HumanBytes(l.bytes).c_str(),
                      l.how.c_str());
   }
-  out += "  (mapped*: mapped, not expected to stay resident; not counted against the RAM budget)\n\n";
+  out += "  (mapped*: mapped, not expected to stay resident; not counted against the RAM budget)\n";
+  for (const std::string& n : plan.notes) out += "  note: " + n + "\n";
+  out += "\n";
   const uint64_t dev_host = plan.device_in_host_ram ? plan.Device() : 0;
   out += StrFormat("  RAM      %s needed = heap %s + resident weights %s%s; budget %s (%s): %s\n",
                    HumanBytes(plan.RamNeeded()).c_str(), HumanBytes(plan.Heap()).c_str(),
@@ -357,6 +362,7 @@ std::string FormatPlan(const MemoryPlan& plan) {
 
 std::string FormatRefusal(const MemoryPlan& plan) {
   std::string out = "refusing to start: the memory plan does not fit\n";
+  for (const std::string& n : plan.notes) out += "  note: " + n + "\n";
   for (const std::string& p : plan.Problems()) out += "  " + p + "\n";
   out += "  any one of these fits:\n";
   for (const std::string& a : plan.advice) out += "    " + a + "\n";

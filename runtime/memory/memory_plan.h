@@ -91,6 +91,7 @@ struct MemoryPlan {
   // Why it does not fit, one line per budget exceeded (empty when it fits).
   std::vector<std::string> Problems() const;
   std::vector<std::string> advice;  // what to change, filled by PlanMemory when it does not fit
+  std::vector<std::string> notes;   // how the inputs were read (e.g. a slot count capped at the expert count)
 };
 
 // Computes the plan. Errors only for inputs that make no sense (n_ctx < 1,

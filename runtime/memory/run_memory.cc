@@ -49,6 +49,14 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBacke
   }
   in.device = s.device.get();
   in.device_index = 0;
+  // A device with memory of its own and no --vram-budget: what it reports
+  // free, minus the reserve (a GPU backend reports cudaMemGetInfo's free).
+  if (s.device && s.device->memory() == DeviceMemory::kDeviceRam && !in.devices.count(0) &&
+      s.device->capacity_bytes() > 0) {
+    const uint64_t free = s.device->capacity_bytes();
+    in.devices[0] = Budget{free > o.reserve ? free - o.reserve : 0,
+                           "free " + HumanBytes(free) + " - reserve " + HumanBytes(o.reserve)};
+  }
 
   // Which experts are hot: the pack's profile, else a routing trace.
   if (s.device) {
@@ -89,6 +97,12 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBacke
   in.expert_slots = slots;
   in.expert_pinned = pinned_for(slots);
   STRATA_ASSIGN_OR_RETURN(s.plan, PlanMemory(pack, model, backend, in));
+  if (s.device && o.expert_slots > all)
+    s.plan.notes.push_back(StrFormat("--expert-slots %d is more than the model's %d routed experts (%u layers x %u): "
+                                     "planned %d",
+                                     o.expert_slots, all, hp.n_layer, hp.n_expert, all));
+  if (s.device && o.expert_slots < 0)
+    s.plan.notes.push_back(StrFormat("--expert-slots auto: %d of the model's %d routed experts fit", slots, all));
 
   s.tier.slots = slots;
   s.tier.pinned = in.expert_pinned;
