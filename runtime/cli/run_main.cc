@@ -239,12 +239,17 @@ int Main(int argc, char** argv) {
   // rather than fail later (runtime/memory, docs/memory-plan.md).
   auto mem_options = o.memory.Resolve();
   if (!mem_options.ok()) return Fail(mem_options.status());
+  if (mem_options->parallel > 1 && !o.memory.plan)
+    return Fail(InvalidArgument("--parallel plans several sequences; a one-shot run, --chat and --bench run one (use "
+                                "--parallel with --plan, or with the server)"));
   RunShape shape;
   shape.n_ctx = o.bench ? o.bench_prompt + BenchGenerated(o) + 1 : o.n_ctx;
   shape.batch = o.batch;
   shape.threads = (*backend)->threads();
   shape.logits_all = !o.logits_out.empty();
-  shape.trace_tokens = o.memory.routing_trace_out.empty() ? 0 : static_cast<uint64_t>(shape.n_ctx);
+  shape.trace_tokens = o.memory.routing_trace_out.empty()
+                           ? 0
+                           : static_cast<uint64_t>(shape.n_ctx) * (o.bench ? o.bench_reps + 1 : 1);
   auto setup = PlanRun(**pack, *model, **backend, *mem_options, shape);
   if (!setup.ok()) return Fail(setup.status());
   if (o.memory.plan) {
