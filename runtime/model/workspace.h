@@ -42,12 +42,14 @@ class Workspace {
   // Errors: kResourceExhausted (with the size and `what`).
   static Result<Workspace> Create(uint64_t bytes, std::string_view what = "the forward-pass workspace");
 
-  // n elements of T, 64-byte aligned, uninitialized; nullptr when they do not fit.
+  // n elements of T, 64-byte aligned, uninitialized; nullptr when they do
+  // not fit. A failed Take makes every later one fail too, until a Release,
+  // so a caller may check only the last of a series.
   template <typename T>
   T* Take(uint64_t n) {
     const uint64_t need = TakeBytes<T>(n);
-    if (need > buf_.size() - used_) {
-      failed_ask_ = need;
+    if (failed_ask_ || need > buf_.size() - used_) {
+      if (!failed_ask_) failed_ask_ = need;
       return nullptr;
     }
     T* p = reinterpret_cast<T*>(buf_.data() + used_);
@@ -57,7 +59,10 @@ class Workspace {
   }
   // Takes made after mark() are released by Release(mark).
   uint64_t mark() const { return used_; }
-  void Release(uint64_t mark) { used_ = mark; }
+  void Release(uint64_t mark) {
+    used_ = mark;
+    failed_ask_ = 0;
+  }
 
   uint64_t capacity() const { return buf_.size(); }
   uint64_t high_water() const { return high_water_; }
@@ -68,7 +73,7 @@ class Workspace {
   AlignedBuffer buf_;
   uint64_t used_ = 0;
   uint64_t high_water_ = 0;
-  uint64_t failed_ask_ = 0;
+  uint64_t failed_ask_ = 0;  // nonzero after a failed Take: the bytes it asked
 };
 
 // Releases a workspace's takes at the end of a scope.
