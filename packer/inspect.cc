@@ -41,7 +41,12 @@ nlohmann::json ValueJson(const Value& v, size_t max_array = 16) {
 }
 
 std::string ValueText(const Value& v) {
-  if (v.type == ValueType::kString) return "\"" + Printable(v.str, 100) + "\"";
+  if (v.type == ValueType::kString) {
+    std::string q = "\"";
+    q += Printable(v.str, 100);
+    q += '"';
+    return q;
+  }
   if (v.type != ValueType::kArray) {
     std::string d = v.Describe();
     size_t sp = d.find(' ');
@@ -50,7 +55,11 @@ std::string ValueText(const Value& v) {
   std::string s = v.TypeString() + StrFormat(" x %" PRIu64 " [", v.count);
   for (uint64_t i = 0; i < v.count && i < 8; ++i) {
     if (i) s += ", ";
-    if (v.elem_type == ValueType::kString) s += "\"" + Printable(v.strings[i], 24) + "\"";
+    if (v.elem_type == ValueType::kString) {
+      s += '"';
+      s += Printable(v.strings[i], 24);
+      s += '"';
+    }
     else if (gguf::IsFloatType(v.elem_type)) s += StrFormat("%g", v.FloatAt(i));
     else s += StrFormat("%" PRId64, v.IntAt(i));
   }

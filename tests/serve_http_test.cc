@@ -529,5 +529,42 @@ TEST_F(ServeHttpTest, StartRefusalsAreClear) {
   EXPECT_NE(ctx.err.find("training context"), std::string::npos) << ctx.err;
 }
 
+TEST_F(ServeHttpTest, PlansItsMemoryAndServesThroughExpertTiers) {
+  // --plan with --serve prints the server's plan (slots, snapshots) and takes no port.
+  auto plan = testing::RunProgram("strata-run", {Pack(), "--serve", "--plan", "--parallel", "2", "-c", "256"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("KV cache (F32)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("recurrent state snapshots (F32)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("2 seq x"), std::string::npos) << plan.out;
+  // A budget the slots do not fit in: refused at start, naming what would fit.
+  auto small = testing::RunProgram("strata-run", {Pack(), "--serve", "--port", "0", "--ram-budget", "64K"});
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.err.find("refusing to start: the memory plan does not fit"), std::string::npos) << small.err;
+  // Flags the server cannot honour are refused, not ignored.
+  auto trace = testing::RunProgram("strata-run", {Pack(), "--serve", "--routing-trace-out", *dir_ + "/t.bin"});
+  EXPECT_EQ(trace.exit_code, 2) << trace.err;
+  // Through a device tier of 3 expert slots (the simulated device), the
+  // greedy answer is the one the untiered server gives.
+  const std::string body = ChatBody("Which experts?", R"("max_tokens":12,"temperature":0)");
+  Start({"--parallel", "2"});
+  auto plain = Post("/v1/chat/completions", body);
+  ASSERT_TRUE(plain && plain->status == 200);
+  ServerProcess tiered;
+  std::string error;
+  ASSERT_TRUE(tiered.Start({Pack(), "--serve", "--reference", "-t", "1", "--parallel", "2", "--expert-device", "cpu",
+                            "--expert-slots", "3"},
+                           {}, &error))
+      << error;
+  ASSERT_TRUE(tiered.WaitReady(kLongMs)) << tiered.Log();
+  httplib::Client c("127.0.0.1", tiered.port());
+  c.set_read_timeout(kLongMs / 1000, 0);
+  auto r = c.Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["message"]["content"],
+            json::parse(plain->body)["choices"][0]["message"]["content"]);
+  EXPECT_NE(tiered.Log().find("memory: RAM"), std::string::npos) << tiered.Log();
+  EXPECT_NE(tiered.Log().find("device tier: 3 slots"), std::string::npos) << tiered.Log();
+}
+
 }  // namespace
 }  // namespace strata

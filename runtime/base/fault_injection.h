@@ -3,6 +3,12 @@
 // asks ShouldInjectFault(site) first, so a test can make the N-th call at a
 // site fail and check that the failure surfaces as a clean Status, never a
 // crash or a read through a stale pointer (seeds/004).
+//
+// In-process tests call ArmFault. A test that runs a program sets
+// STRATA_FAULT=SITE:SKIP[,SITE:SKIP...] (SITE: open, map, allocate, write,
+// rename, device-allocate, device-upload); the program then fails that call
+// and says so on stderr ("strata: injected fault: allocation, call N"), so
+// the test knows the fault fired.
 
 #include <cstdint>
 
@@ -14,6 +20,8 @@ enum class FaultSite : uint8_t {
   kAllocate,
   kFileWrite,
   kFileRename,
+  kDeviceAllocate,  // expert-slot memory of a device tier (runtime/experts)
+  kDeviceUpload,    // copying an expert's weights into a device slot
   kCount,
 };
 

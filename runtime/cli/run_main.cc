@@ -20,6 +20,8 @@
 #include "runtime/base/strings.h"
 #include "runtime/chat/chat_template.h"
 #include "runtime/cli/run_options.h"
+#include "runtime/experts/routing_trace.h"
+#include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/generator.h"
 #include "runtime/pack/pack_reader.h"
@@ -86,10 +88,19 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o) {
-  const int64_t n_prompt = o.bench_prompt, n_gen = o.n_predict < 0 ? 128 : o.n_predict;
-  auto state = SequenceState::Create(model.hp(), n_prompt + n_gen + 1);
-  if (!state.ok()) return Fail(state.status());
+// What the memory plan allocated for the run (runtime/memory/run_memory.h).
+struct RunContext {
+  SequenceState* state = nullptr;
+  Workspace* workspace = nullptr;
+  ExpertExecutor* experts = nullptr;
+  RoutingObserver* observer = nullptr;
+};
+
+int64_t BenchGenerated(const RunOptions& o) { return o.n_predict < 0 ? 128 : o.n_predict; }
+
+int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o, const RunContext& rc) {
+  const int64_t n_prompt = o.bench_prompt, n_gen = BenchGenerated(o);
+  SequenceState* state = rc.state;
   std::mt19937 rng(1234);
   std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
   for (auto& t : prompt) t = static_cast<int32_t>(rng() % model.hp().n_vocab);
@@ -101,6 +112,8 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o) {
     state->Clear();
     Generator g(model, backend, *state, nullptr);
     GenerateOptions go;
+    go.workspace = rc.workspace;
+    go.experts = rc.experts;
     go.n_predict = n_gen;
     go.ignore_eog = true;
     go.sampling.temperature = 0;
@@ -127,12 +140,12 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o) {
   return kExitOk;
 }
 
-int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o) {
+int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
+         const RunContext& rc) {
   auto tmpl = ChatTemplate::FromPack(tok.vocab().chat_template);
   if (!tmpl.ok()) return Fail(tmpl.status());
   if (tmpl->fallback) std::fprintf(stderr, "strata-run: the pack has no chat template; using ChatML\n");
-  auto state = SequenceState::Create(model.hp(), o.n_ctx);
-  if (!state.ok()) return Fail(state.status());
+  SequenceState* state = rc.state;
   std::vector<ChatMessage> history;
   if (!o.system.empty()) history.push_back({"system", o.system});
   std::string rendered_so_far;
@@ -149,6 +162,9 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
     std::vector<int32_t> ids = tok.Encode(delta, rendered_so_far.empty(), /*parse_special=*/true);
     Generator g(model, backend, *state, &tok);
     GenerateOptions go;
+    go.workspace = rc.workspace;
+    go.experts = rc.experts;
+    go.observer = rc.observer;
     go.n_predict = o.n_predict;
     go.sampling = o.sampling;
     go.stop_strings = tmpl->StopStrings();
@@ -171,7 +187,11 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
     std::vector<int32_t> tail_ids = tok.Encode(closing, false, true);
     if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
     std::vector<float> unused;
-    Status s = Forward(model, backend, *state, tail_ids, {}, &unused);
+    ForwardOptions fo;
+    fo.workspace = rc.workspace;
+    fo.experts = rc.experts;
+    fo.observer = rc.observer;
+    Status s = Forward(model, backend, *state, tail_ids, fo, &unused);
     if (!s.ok()) return Fail(s);
   }
   return kExitOk;
@@ -182,7 +202,13 @@ int Serve(const RunOptions& o) {
   so.pack = o.pack;
   so.host = o.host;
   so.port = o.port;
-  so.parallel = o.parallel;
+  so.parallel = o.memory.parallel > 0 ? o.memory.parallel : 4;
+  auto mem = o.memory.Resolve();
+  if (!mem.ok()) return Fail(mem.status());
+  if (!o.memory.routing_trace_out.empty())
+    return Fail(InvalidArgument("--routing-trace-out records one run; the server does not write a trace"));
+  so.memory = *mem;
+  so.plan_only = o.memory.plan;
   so.queue = o.queue;
   so.api_key = o.api_key;
   if (so.api_key.empty())
@@ -238,12 +264,58 @@ int Main(int argc, char** argv) {
     return Fail(InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
                                           "implement RoPE scaling)",
                                           static_cast<long long>(o.n_ctx), model->hp().n_ctx_train)));
-  if (o.bench) return Bench(*model, **backend, o);
+
+  // The memory plan, before anything large is allocated: refuse to start
+  // rather than fail later (runtime/memory, docs/memory-plan.md).
+  auto mem_options = o.memory.Resolve();
+  if (!mem_options.ok()) return Fail(mem_options.status());
+  if (mem_options->parallel > 1 && !o.memory.plan)
+    return Fail(InvalidArgument("--parallel plans several sequences; a one-shot run, --chat and --bench run one (use "
+                                "--parallel with --plan, or with the server)"));
+  RunShape shape;
+  shape.n_ctx = o.bench ? o.bench_prompt + BenchGenerated(o) + 1 : o.n_ctx;
+  shape.batch = o.batch;
+  shape.threads = (*backend)->threads();
+  shape.logits_all = !o.logits_out.empty();
+  shape.trace_tokens = o.memory.routing_trace_out.empty()
+                           ? 0
+                           : static_cast<uint64_t>(shape.n_ctx) * (o.bench ? o.bench_reps + 1 : 1);
+  auto setup = PlanRun(**pack, *model, **backend, *mem_options, shape);
+  if (!setup.ok()) return Fail(setup.status());
+  if (o.memory.plan) {
+    std::printf("%s", FormatPlan(setup->plan).c_str());
+    return setup->plan.Fits() ? kExitOk : kExitError;
+  }
+  if (!setup->plan.Fits()) return Fail(ResourceExhausted(FormatRefusal(setup->plan)));
+  std::fprintf(stderr, "strata-run: %s\n", PlanSummary(setup->plan).c_str());
+  auto mem = AllocateRun(*model, **backend, *setup);
+  if (!mem.ok()) return Fail(mem.status());
+  std::optional<RoutingTraceRecorder> recorder;
+  if (!o.memory.routing_trace_out.empty()) {
+    recorder.emplace(model->hp().n_layer, model->hp().n_expert, model->hp().n_expert_used);
+    Status s = recorder->Reserve(shape.trace_tokens);
+    if (!s.ok()) return Fail(s);
+  }
+  if (mem->experts) std::fprintf(stderr, "strata-run: %s\n", mem->experts->Describe().c_str());
+  RunContext rc{&mem->states[0], &mem->workspace, mem->experts.get(), recorder ? &*recorder : nullptr};
+  // After the run: the tiers' counts and the routing trace.
+  auto finish = [&](int code) {
+    if (mem->experts && o.memory.expert_stats)
+      std::fprintf(stderr, "strata-run: %s\n", mem->experts->StatsLine().c_str());
+    if (code == kExitOk && recorder) {
+      auto trace = recorder->Finish();
+      if (!trace.ok()) return Fail(trace.status());
+      Status s = WriteRoutingTrace(*trace, o.memory.routing_trace_out);
+      if (!s.ok()) return Fail(s);
+    }
+    return code;
+  };
+  if (o.bench) return finish(Bench(*model, **backend, o, rc));
 
   auto tok = LoadTokenizer(**pack);
   if (!tok.ok()) return Fail(tok.status());
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-  if (o.chat) return Chat(*model, **backend, *tok, o);
+  if (o.chat) return finish(Chat(*model, **backend, *tok, o, rc));
 
   std::vector<int32_t> prompt;
   if (!o.tokens.empty()) {
@@ -267,9 +339,6 @@ int Main(int argc, char** argv) {
     return Fail(InvalidArgument(StrFormat("the prompt has %zu tokens, more than the context (-c %lld)", prompt.size(),
                                           static_cast<long long>(o.n_ctx))));
 
-  auto state = SequenceState::Create(model->hp(), o.n_ctx);
-  if (!state.ok()) return Fail(state.status());
-
   std::optional<AtomicFileWriter> logits_out;
   Status write_status;
   if (!o.logits_out.empty()) {
@@ -278,6 +347,9 @@ int Main(int argc, char** argv) {
     logits_out.emplace(std::move(*w));
   }
   GenerateOptions go;
+  go.workspace = rc.workspace;
+  go.experts = rc.experts;
+  go.observer = rc.observer;
   go.n_predict = o.n_predict;
   go.ignore_eog = o.ignore_eos;
   go.sampling = o.sampling;
@@ -295,7 +367,7 @@ int Main(int argc, char** argv) {
       if (write_status.ok())
         write_status = logits_out->Write(reinterpret_cast<const uint8_t*>(row.data()), row.size() * sizeof(float));
     };
-  Generator g(*model, **backend, *state, &*tok);
+  Generator g(*model, **backend, *rc.state, &*tok);
   auto r = g.Generate(prompt, go, cb);
   if (!r.ok()) return Fail(r.status());
   if (!write_status.ok()) return Fail(write_status);
@@ -315,7 +387,7 @@ int Main(int argc, char** argv) {
                "(%.2f tok/s); stopped: %s\n",
                load_s, static_cast<long long>(r->n_prompt), r->prompt_seconds, r->prompt_tps(), r->tokens.size(),
                r->gen_seconds, r->gen_tps(), std::string(StopReasonName(r->stop)).c_str());
-  return kExitOk;
+  return finish(kExitOk);
 }
 
 }  // namespace

@@ -44,7 +44,6 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
                   "serve /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics and a chat page at /");
   serve->add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   serve->add_option("--port", o.port, "port to listen on (default 8080; 0: any free port, printed at start)");
-  serve->add_option("--parallel", o.parallel, "slots: requests generated together in one batch (default 4)");
   serve->add_option("--queue", o.queue, "requests that may wait for a slot; more get 503 (default 64)");
   serve->add_option("--api-key", o.api_key,
                     "require this key (Authorization: Bearer KEY) on every endpoint but /health and the chat page; "
@@ -53,6 +52,7 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
                     "allow web pages from this origin (e.g. http://localhost:3000, or *) to call the API "
                     "(default: none)");
   serve->add_option("--max-body", o.max_body, "largest request body in bytes; larger ones get 413 (default 16 MiB)");
+  AddMemoryFlags(app, o.memory);
 }
 
 Status RunOptions::Validate() const {
@@ -67,7 +67,6 @@ Status RunOptions::Validate() const {
       return InvalidArgument("--serve takes its prompts over HTTP; drop -p/-f/--tokens/--chat/--bench/"
                              "--tokenize-file/--logits-out");
     if (port < 0 || port > 65535) return InvalidArgument(StrFormat("--port %d: expected 0..65535", port));
-    if (parallel < 1 || parallel > 256) return InvalidArgument(StrFormat("--parallel %d: expected 1..256", parallel));
     if (queue < 0 || queue > 4096) return InvalidArgument(StrFormat("--queue %d: expected 0..4096", queue));
     if (host.empty()) return InvalidArgument("--host: give an address, e.g. 127.0.0.1");
     if (max_body < 1024 || max_body > (1u << 30)) return InvalidArgument("--max-body: expected 1024..1073741824");
@@ -76,7 +75,7 @@ Status RunOptions::Validate() const {
   }
   int inputs = !prompt.empty() + !prompt_file.empty() + !tokens.empty();
   if (inputs > 1 && !bench) return InvalidArgument("give only one of -p, -f and --tokens");
-  if (!bench && !chat && tokenize_file.empty() && inputs == 0)
+  if (!bench && !chat && tokenize_file.empty() && inputs == 0 && !memory.plan)
     return InvalidArgument("nothing to run: give a prompt (-p TEXT, -f FILE or --tokens IDS), or --chat, --bench "
                            "or --tokenize-file");
   if (chat && inputs > 0) return InvalidArgument("--chat reads its messages from the terminal; drop -p/-f/--tokens");

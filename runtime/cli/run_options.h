@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/base/status.h"
+#include "runtime/cli/memory_flags.h"
 #include "runtime/model/sampler.h"
 
 namespace strata {
@@ -39,11 +40,11 @@ struct RunOptions {
   bool serve = false;
   std::string host = "127.0.0.1";
   int port = 8080;
-  int parallel = 4;
   int queue = 64;
   std::string api_key;
   std::string cors_origin;
   size_t max_body = 16u << 20;
+  MemoryFlags memory;  // the memory plan and the expert tiers (memory_flags.h)
 
   Status Validate() const;
 };

@@ -24,6 +24,13 @@ class MatMulBackend {
   virtual std::string name() const = 0;
   // Things a user should know once at start (e.g. types without a fast kernel).
   virtual std::vector<std::string> Notes() const { return {}; }
+  // Bytes MatMul uses beyond x and y for a product of n activation rows with
+  // a matrix of this type and width (FastBackend: its converted-activation
+  // buffer, kept between calls). The memory plan counts the largest.
+  virtual uint64_t ScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
+  // Makes that scratch `bytes` large now, so MatMul does not allocate during
+  // a run. Errors: kResourceExhausted with the size.
+  virtual Status ReserveScratch(uint64_t /*bytes*/) { return Status::Ok(); }
 };
 
 // Plain reference: each weight row dequantized to F32 (the reference
@@ -32,6 +39,11 @@ class ReferenceBackend : public MatMulBackend {
  public:
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   std::string name() const override { return "reference"; }
+  // One dequantized row per call (allocated by the call: the reference path
+  // is plain code, not the serving path).
+  uint64_t ScratchBytes(GgmlType, int64_t cols, int64_t) const override {
+    return static_cast<uint64_t>(cols) * sizeof(float);
+  }
 };
 
 }  // namespace strata

@@ -18,6 +18,8 @@ class FastModelBackend : public MatMulBackend {
   int threads() const override { return b_->threads(); }
   std::string name() const override { return b_->name(); }
   std::vector<std::string> Notes() const override { return notes_; }
+  uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
+  Status ReserveScratch(uint64_t bytes) override { return b_->ReserveScratch(bytes); }
 
  private:
   std::unique_ptr<FastBackend> b_;

@@ -38,16 +38,22 @@ namespace {
 
 std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
 
+constexpr int64_t kChunk = 64;
+// Scratch floats one head's recurrence uses (the chunked form's is the larger).
+int64_t HeadScratchFloats(int64_t dv) { return std::max(2 * dv, kChunk * (1 + dv + 2 * kChunk)); }
+
 // Sequential delta rule for one head over tokens [0, n) of a run.
 // q, k: n x dk (k-head rows, already normalized; q already scaled); v: n x dv;
-// g, beta: n; S: dk x dv; o: n x dv (row stride o_stride).
+// g, beta: n; S: dk x dv; o: n x dv (row stride o_stride); scratch: HeadScratchFloats(dv).
 void SequentialHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
-                    const float* const* v, const float* g, const float* beta, float* S, float* const* o) {
-  std::vector<float> kv(static_cast<size_t>(dv)), d(static_cast<size_t>(dv));
+                    const float* const* v, const float* g, const float* beta, float* S, float* const* o,
+                    float* scratch) {
+  float* kv = scratch;
+  float* d = scratch + dv;
   for (int64_t t = 0; t < n; ++t) {
     const float decay = std::exp(g[t]);
     for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
-    std::fill(kv.begin(), kv.end(), 0.0f);
+    std::fill(kv, kv + dv, 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
       const float ki = k[t][i];
       for (int64_t j = 0; j < dv; ++j) kv[j] += S[i * dv + j] * ki;
@@ -68,10 +74,12 @@ void SequentialHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, co
 
 // Chunked delta rule for one head, same contract as SequentialHead.
 void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
-                 const float* const* v, const float* g, const float* beta, float* S, float* const* o) {
-  constexpr int64_t kChunk = 64;
-  std::vector<float> G(kChunk), D(static_cast<size_t>(kChunk * dv)), KK(static_cast<size_t>(kChunk * kChunk)),
-      QK(static_cast<size_t>(kChunk * kChunk));
+                 const float* const* v, const float* g, const float* beta, float* S, float* const* o,
+                 float* scratch) {
+  float* G = scratch;
+  float* D = G + kChunk;
+  float* KK = D + kChunk * dv;
+  float* QK = KK + kChunk * kChunk;
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t C = std::min(kChunk, n - c0);
     float acc = 0.0f;
@@ -150,20 +158,45 @@ DeltaNetMode GetDeltaNetMode() {
 
 void SetDeltaNetMode(DeltaNetMode mode) { g_mode.store(static_cast<int>(mode)); }
 
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<SequenceState* const> states, int32_t il,
-                     int64_t n, const float* h, float* out) {
+uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape) {
+  const uint64_t n = static_cast<uint64_t>(shape.tokens), n_v = hp.ssm_dt_rank;
+  const uint64_t key_dim = uint64_t{hp.ssm_n_group} * hp.ssm_d_state, value_dim = n_v * hp.ssm_d_state;
+  const uint64_t conv_dim = 2 * key_dim + value_dim;
+  const uint64_t tasks = static_cast<uint64_t>(ScratchTasks(hp.ssm_dt_rank, shape.threads));
+  return 2 * TakeBytes<float>(n * conv_dim) + 2 * TakeBytes<float>(n * value_dim) + 2 * TakeBytes<float>(n * n_v) +
+         3 * TakeBytes<const float*>(tasks * n) + TakeBytes<float*>(tasks * n) + TakeBytes<float>(tasks * 2 * n) +
+         TakeBytes<float>(tasks * static_cast<uint64_t>(HeadScratchFloats(hp.ssm_d_state)));
+}
+
+Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, std::span<SequenceState* const> states,
+                     int32_t il, int64_t n, const float* h, float* out) {
   using R = TensorRole;
   const HParams& hp = model.hp();
   const int64_t n_k = hp.ssm_n_group, n_v = hp.ssm_dt_rank, dk = hp.ssm_d_state, dv = hp.ssm_d_state;
   const int64_t key_dim = n_k * dk, value_dim = n_v * dv, conv_dim = 2 * key_dim + value_dim;
   const int64_t d_conv = hp.ssm_d_conv;
 
-  std::vector<float> qkv(static_cast<size_t>(n * conv_dim)), z(static_cast<size_t>(n * value_dim)),
-      beta(static_cast<size_t>(n * n_v)), alpha(static_cast<size_t>(n * n_v));
-  backend.MatMul(Matrix(*model.Get(il, R::kAttnQkv)), h, n, qkv.data());
-  backend.MatMul(Matrix(*model.Get(il, R::kAttnGate)), h, n, z.data());
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmBeta)), h, n, beta.data());
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmAlpha)), h, n, alpha.data());
+  WorkspaceScope scope(ws);
+  float* qkv = ws.Take<float>(n * conv_dim);
+  float* z = ws.Take<float>(n * value_dim);
+  float* beta = ws.Take<float>(n * n_v);
+  float* alpha = ws.Take<float>(n * n_v);
+  float* x = ws.Take<float>(n * conv_dim);
+  float* y = ws.Take<float>(n * value_dim);
+  // Per task (a range of value heads, one thread at a time): row pointers
+  // and gates for up to n tokens, and the head recurrence's scratch.
+  const int64_t tasks = ScratchTasks(n_v, backend.threads()), head_floats = HeadScratchFloats(dv);
+  const float** qp_all = ws.Take<const float*>(tasks * n);
+  const float** kp_all = ws.Take<const float*>(tasks * n);
+  const float** vp_all = ws.Take<const float*>(tasks * n);
+  float** op_all = ws.Take<float*>(tasks * n);
+  float* gb_all = ws.Take<float>(tasks * 2 * n);
+  float* head_all = ws.Take<float>(tasks * head_floats);
+  if (!head_all) return ws.Exhausted("gated delta-net");
+  backend.MatMul(Matrix(*model.Get(il, R::kAttnQkv)), h, n, qkv);
+  backend.MatMul(Matrix(*model.Get(il, R::kAttnGate)), h, n, z);
+  backend.MatMul(Matrix(*model.Get(il, R::kSsmBeta)), h, n, beta);
+  backend.MatMul(Matrix(*model.Get(il, R::kSsmAlpha)), h, n, alpha);
 
   const float* conv_w = Model::F32(model.Get(il, R::kSsmConv1d));  // [conv_dim][d_conv], tap d_conv-1 = current
   const float* dt_bias = Model::F32(model.Get(il, R::kSsmDtBias));
@@ -171,7 +204,6 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<Seque
   const float* norm_w = Model::F32(model.Get(il, R::kSsmNorm));
 
   // 1. Per token: causal convolution, SiLU, L2-normalized q and k, the gates.
-  std::vector<float> x(static_cast<size_t>(n * conv_dim));
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t t = 0; t < n; ++t) {
     float* conv_state = states[t]->conv[il].data();  // [d_conv-1][conv_dim], oldest first
@@ -201,7 +233,6 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<Seque
 
   // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
   //    and per value head.
-  std::vector<float> y(static_cast<size_t>(n * value_dim));
   const DeltaNetMode mode = GetDeltaNetMode();
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
@@ -209,25 +240,33 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<Seque
     const int64_t m = t1 - t0;
     const bool chunked = mode == DeltaNetMode::kChunked || (mode == DeltaNetMode::kAuto && m >= kDeltaNetChunkedMin);
     float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
-    backend.ParallelFor(n_v, [&](int64_t hb, int64_t he) {
-      std::vector<const float*> qp(static_cast<size_t>(m)), kp(static_cast<size_t>(m)), vp(static_cast<size_t>(m));
-      std::vector<float*> op(static_cast<size_t>(m));
-      std::vector<float> g(static_cast<size_t>(m)), b(static_cast<size_t>(m));
-      for (int64_t hv = hb; hv < he; ++hv) {
-        for (int64_t i = 0; i < m; ++i) {
-          const float* xt = &x[(t0 + i) * conv_dim];
-          qp[i] = xt + (hv % n_k) * dk;
-          kp[i] = xt + key_dim + (hv % n_k) * dk;
-          vp[i] = xt + 2 * key_dim + hv * dv;
-          op[i] = &y[(t0 + i) * value_dim + hv * dv];
-          g[i] = alpha[(t0 + i) * n_v + hv];
-          b[i] = beta[(t0 + i) * n_v + hv];
+    auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const float** qp = qp_all + task * n;
+        const float** kp = kp_all + task * n;
+        const float** vp = vp_all + task * n;
+        float** op = op_all + task * n;
+        float* g = gb_all + task * 2 * n;
+        float* b = g + n;
+        float* head = head_all + task * head_floats;
+        for (int64_t hv = n_v * task / tasks; hv < n_v * (task + 1) / tasks; ++hv) {
+          for (int64_t i = 0; i < m; ++i) {
+            const float* xt = &x[(t0 + i) * conv_dim];
+            qp[i] = xt + (hv % n_k) * dk;
+            kp[i] = xt + key_dim + (hv % n_k) * dk;
+            vp[i] = xt + 2 * key_dim + hv * dv;
+            op[i] = &y[(t0 + i) * value_dim + hv * dv];
+            g[i] = alpha[(t0 + i) * n_v + hv];
+            b[i] = beta[(t0 + i) * n_v + hv];
+          }
+          float* S = S_all + hv * dk * dv;
+          if (chunked) ChunkedHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
+          else SequentialHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
         }
-        float* S = S_all + hv * dk * dv;
-        if (chunked) ChunkedHead(m, dk, dv, qp.data(), kp.data(), vp.data(), g.data(), b.data(), S, op.data());
-        else SequentialHead(m, dk, dv, qp.data(), kp.data(), vp.data(), g.data(), b.data(), S, op.data());
       }
-    });
+    };
+    // A lambda of one reference: std::function holds it without allocating.
+    backend.ParallelFor(tasks, [&tasks_body](int64_t tb, int64_t te) { tasks_body(tb, te); });
     t0 = t1;
   }
 
@@ -239,7 +278,7 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, std::span<Seque
       const float* zh = &z[t * value_dim + hv * dv];
       for (int64_t j = 0; j < dv; ++j) o[j] *= ops::SiluF(zh[j]);
     }
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmOut)), y.data(), n, out);
+  backend.MatMul(Matrix(*model.Get(il, R::kSsmOut)), y, n, out);
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "runtime/base/checked_alloc.h"
 #include "runtime/base/strings.h"
 #include "runtime/kernels/vec_dot.h"
 
@@ -120,6 +121,17 @@ void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   pool_.RunTasks(chunks, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) run_rows(c * rows_per, std::min(w.rows, (c + 1) * rows_per));
   });
+}
+
+uint64_t FastBackend::ScratchBytes(GgmlType type, int64_t cols, int64_t n) const {
+  const uint32_t id = static_cast<uint32_t>(type);
+  if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr || plans_[id].act == ActFormat::kF32 || n <= 0) return 0;
+  return ActRowBytes(plans_[id].act, cols) * static_cast<uint64_t>(n);
+}
+
+Status FastBackend::ReserveScratch(uint64_t bytes) {
+  if (bytes <= act_buf_.size()) return Status::Ok();
+  return CheckedResize(act_buf_, static_cast<size_t>(bytes), "the fast backend's activation buffer");
 }
 
 FastBackend::KernelChoice FastBackend::Choice(GgmlType type) const {

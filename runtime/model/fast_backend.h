@@ -49,6 +49,8 @@ class FastBackend : public MatMulBackend {
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
   int threads() const override { return pool_.threads(); }
   std::string name() const override;  // "fast (avx512, 2 threads)"
+  uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
+  Status ReserveScratch(uint64_t bytes) override;
   IsaLevel isa() const { return isa_; }
 
   // What runs for a weight type.

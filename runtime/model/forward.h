@@ -10,6 +10,7 @@
 #include "runtime/model/backend.h"
 #include "runtime/model/model.h"
 #include "runtime/model/sequence_state.h"
+#include "runtime/model/workspace.h"
 
 namespace strata {
 
@@ -38,13 +39,24 @@ struct ForwardOptions {
   bool all_logits = false;               // logits for every token, not only the last
   RoutingObserver* observer = nullptr;
   ExpertExecutor* experts = nullptr;     // null: experts run on the backend
+  // Scratch for the pass, made once for the run (memory plan). Null: the pass
+  // allocates a workspace of ForwardWorkspaceBytes for itself.
+  Workspace* workspace = nullptr;
 };
+
+// The most workspace a pass of this shape takes (exact for the largest pass:
+// the sum of its Takes, stage by stage, as forward.cc and delta_net.cc take them).
+uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape);
 
 // The default expert computation: SwiGLU with the expert's slices of
 // ffn_{gate,up,down}_exps on `backend` (or of their decode copies, when
-// use_decode_copies and the pack has them).
+// use_decode_copies and the pack has them). `scratch` holds 2 * m * n_ff_exp
+// floats; null: allocated for the call.
 Status RunExpertOnBackend(const Model& model, MatMulBackend& backend, int32_t layer, uint32_t expert, const float* x,
-                          int64_t m, float* y, bool use_decode_copies = false);
+                          int64_t m, float* y, bool use_decode_copies = false, float* scratch = nullptr);
+// y = down(silu(gate x) * up x) for m rows; scratch as above (2 * m * gate.rows floats, or null).
+Status RunSwiGlu(MatMulBackend& backend, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                 const float* x, int64_t m, float* y, float* scratch = nullptr);
 
 // Runs `tokens` at positions state.n_past .. state.n_past + n - 1, appends
 // them to the state and writes logits: n rows (all_logits) or 1 row (the last

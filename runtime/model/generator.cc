@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/base/checked_alloc.h"
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -86,10 +87,15 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   std::vector<float> logits;
   ForwardOptions fo;
   fo.observer = o.observer;
+  fo.experts = o.experts;
+  fo.workspace = o.workspace;
+  // The largest logits buffer the run needs, before anything runs.
+  const int64_t batch = std::max<int32_t>(1, o.batch);
+  const size_t max_rows = o.prompt_logits ? static_cast<size_t>(std::min<int64_t>(batch, r.n_prompt)) : 1;
+  STRATA_RETURN_IF_ERROR(CheckedResize(logits, max_rows * n_vocab, "the logits buffer", /*reserve_only=*/true));
 
   // Prompt, in batches.
   auto t0 = std::chrono::steady_clock::now();
-  const int64_t batch = std::max<int32_t>(1, o.batch);
   for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
     size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
     fo.all_logits = o.prompt_logits;

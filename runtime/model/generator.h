@@ -30,6 +30,8 @@ struct GenerateOptions {
   bool prompt_logits = false;   // emit logits for every prompt position
   bool feed_last = false;       // also run the last generated token (its logits are emitted)
   RoutingObserver* observer = nullptr;
+  ExpertExecutor* experts = nullptr;  // ForwardOptions::experts
+  Workspace* workspace = nullptr;     // ForwardOptions::workspace (the run's, from the memory plan)
 };
 
 struct GenerateResult {

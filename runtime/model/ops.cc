@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <vector>
 
 namespace strata::ops {
 
@@ -80,13 +79,17 @@ float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 void TopK(const float* x, int64_t n, int64_t k, int32_t* idx) {
   // Selection by repeated max keeps ties in index order and is cheap for the
-  // small k (<= 16) MoE routing uses.
-  std::vector<uint8_t> taken(static_cast<size_t>(n), 0);
+  // small k (<= 16) MoE routing uses. It allocates nothing (the forward pass
+  // runs from a preallocated workspace): an index is skipped when it is
+  // already among the j chosen.
   for (int64_t j = 0; j < k; ++j) {
     int64_t best = -1;
-    for (int64_t i = 0; i < n; ++i)
-      if (!taken[i] && (best < 0 || x[i] > x[best])) best = i;
-    taken[best] = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      if (best >= 0 && !(x[i] > x[best])) continue;
+      bool taken = false;
+      for (int64_t c = 0; c < j && !taken; ++c) taken = idx[c] == i;
+      if (!taken) best = i;
+    }
     idx[j] = static_cast<int32_t>(best);
   }
 }

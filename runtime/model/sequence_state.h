@@ -23,6 +23,8 @@ struct SequenceState {
 
   // Bytes a state for these hyperparameters and context takes.
   static uint64_t BytesFor(const HParams& hp, int64_t n_ctx);
+  // The part of BytesFor that does not grow with the context (recurrent state).
+  static uint64_t RecurrentBytesFor(const HParams& hp) { return BytesFor(hp, 0); }
   // Allocates for `n_ctx` positions (errors: kResourceExhausted with the size).
   static Result<SequenceState> Create(const HParams& hp, int64_t n_ctx);
   // Forgets all positions (keeps the memory).

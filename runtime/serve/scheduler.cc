@@ -101,7 +101,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulB
   const HParams& hp = model.hp();
   const uint64_t bytes = PlannedBytes(hp, o);
   const uint64_t available = AvailableMemoryBytes();
-  if (available > 0 && bytes > available)
+  if (o.memory && o.memory->states.size() != static_cast<size_t>(o.parallel))
+    return Internal(StrFormat("the memory plan allocated %zu sequence states for %d slots", o.memory->states.size(),
+                              o.parallel));
+  if (!o.memory && available > 0 && bytes > available)
     return ResourceExhausted(StrFormat("the slots need %s (%d x %lld positions) but only %s of memory is available; "
                                        "lower --parallel or -c",
                                        HumanBytes(bytes).c_str(), o.parallel, static_cast<long long>(o.n_ctx),
@@ -109,11 +112,15 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulB
   std::unique_ptr<Scheduler> s(new Scheduler(model, backend, tok, o));
   for (uint32_t il = 0; il < hp.n_layer; ++il) s->recurrent_ |= hp.IsRecurrentLayer(il);
   for (int i = 0; i < o.parallel; ++i) {
-    auto st = SequenceState::Create(hp, o.n_ctx);
-    if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
     auto slot = std::make_unique<Slot>();
     slot->id = i;
-    slot->state = std::move(*st);
+    if (o.memory) {
+      slot->state = std::move(o.memory->states[static_cast<size_t>(i)]);
+    } else {
+      auto st = SequenceState::Create(hp, o.n_ctx);
+      if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
+      slot->state = std::move(*st);
+    }
     if (s->recurrent_) {
       try {
         slot->snapshot_conv = slot->state.conv;
@@ -356,7 +363,12 @@ void Scheduler::Step() {
 
   std::vector<float> logits;
   const auto t0 = Clock::now();
-  Status st = ForwardBatch(model_, backend_, batch, {}, &logits);
+  ForwardOptions fo;
+  if (options_.memory) {
+    fo.workspace = &options_.memory->workspace;
+    fo.experts = options_.memory->experts.get();
+  }
+  Status st = ForwardBatch(model_, backend_, batch, fo, &logits);
   const auto t1 = Clock::now();
   if (!st.ok()) {
     std::fprintf(stderr, "strata serve: error: forward pass over %zu sequences failed: %s\n", batch.size(),

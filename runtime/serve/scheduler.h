@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/memory/run_memory.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/model.h"
 #include "runtime/model/sequence_state.h"
@@ -49,6 +50,11 @@ struct SchedulerOptions {
   int32_t step_tokens = 512;   // tokens per forward pass, all slots together (>= parallel)
   bool log_requests = true;    // one line per finished request on stderr
   int step_delay_ms = 0;       // tests only: a pause before each step, so timing-dependent tests hold
+  // What the memory plan allocated (runtime/memory/run_memory.h): the slots
+  // take its `parallel` states (moved out), every step runs in its workspace
+  // and through its expert tiers. Null: the scheduler allocates its own
+  // states and each step its own scratch. Must outlive the scheduler.
+  RunMemory* memory = nullptr;
 };
 
 // How much of a slot's cache a prompt reuses (see the header comment).

@@ -13,6 +13,8 @@
 #include "runtime/base/main_guard.h"
 #include "runtime/base/strings.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/memory/memory_plan.h"
+#include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
@@ -55,22 +57,26 @@ int Serve(const ServeOptions& options) {
 #endif
 
   ApiServer api(o);
-  auto port = api.Bind();
-  if (!port.ok()) {
-    std::fprintf(stderr, "strata-run: error: %s\n", port.status().message().c_str());
-    return kExitError;
+  std::thread listener;
+  if (!o.plan_only) {  // --plan: nothing is served, no port is taken
+    auto port = api.Bind();
+    if (!port.ok()) {
+      std::fprintf(stderr, "strata-run: error: %s\n", port.status().message().c_str());
+      return kExitError;
+    }
+    const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+    std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), *port,
+                 o.pack.c_str());
+    if (!IsLoopback(o.host) && o.api_key.empty())
+      std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
+                   "address can use the model (--api-key)\n", o.host.c_str());
+    if (o.cors_origin == "*" && o.api_key.empty())
+      std::fprintf(stderr, "strata serve: WARNING: --cors-origin '*' without an API key: any web page a user of "
+                   "this machine opens can use the model\n");
+    listener = std::thread([&api] { api.Listen(); });
   }
-  const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-  std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), *port,
-               o.pack.c_str());
-  if (!IsLoopback(o.host) && o.api_key.empty())
-    std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
-                 "address can use the model (--api-key)\n", o.host.c_str());
-  if (o.cors_origin == "*" && o.api_key.empty())
-    std::fprintf(stderr, "strata serve: WARNING: --cors-origin '*' without an API key: any web page a user of this "
-                 "machine opens can use the model\n");
-  std::thread listener([&api] { api.Listen(); });
   auto stop_http = [&] {
+    if (!listener.joinable()) return;
     api.Stop();
     listener.join();
   };
@@ -140,8 +146,30 @@ int Serve(const ServeOptions& options) {
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
   // Test hook: slow every step down so tests can act while requests run.
   if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = std::atoi(delay);
-  std::fprintf(stderr, "strata serve: memory plan: %d slots x %lld positions = %s of KV cache and recurrent state "
-               "(%s per slot), allocated now\n", so.parallel, static_cast<long long>(so.n_ctx),
+  // The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
+  // states, the workspace of the largest step, the expert tiers. A server that
+  // would not fit refuses to start instead of failing under load.
+  RunMemoryOptions mo = o.memory;
+  mo.parallel = so.parallel;
+  RunShape shape;
+  shape.n_ctx = so.n_ctx;
+  shape.batch = so.step_tokens;
+  shape.threads = backend->threads();
+  shape.recurrent_snapshots = true;
+  auto setup = PlanRun(**pack, *model, *backend, mo, shape);
+  if (!setup.ok()) return fail(setup.status());
+  if (o.plan_only) {
+    std::printf("%s", FormatPlan(setup->plan).c_str());
+    return setup->plan.Fits() ? kExitOk : kExitError;
+  }
+  if (!setup->plan.Fits()) return fail(ResourceExhausted(FormatRefusal(setup->plan)));
+  std::fprintf(stderr, "strata serve: %s\n", PlanSummary(setup->plan).c_str());
+  auto memory = AllocateRun(*model, *backend, *setup);
+  if (!memory.ok()) return fail(memory.status());
+  if (memory->experts) std::fprintf(stderr, "strata serve: %s\n", memory->experts->Describe().c_str());
+  so.memory = &*memory;
+  std::fprintf(stderr, "strata serve: %d slots x %lld positions: %s of KV cache and recurrent state with snapshots "
+               "(%s per slot)\n", so.parallel, static_cast<long long>(so.n_ctx),
                HumanBytes(Scheduler::PlannedBytes(hp, so)).c_str(),
                HumanBytes(Scheduler::PlannedBytes(hp, so) / static_cast<uint64_t>(so.parallel)).c_str());
   auto scheduler = Scheduler::Create(*model, *backend, *tok, so);
@@ -184,6 +212,7 @@ int Serve(const ServeOptions& options) {
   }
   drainer.join();
   stop_http();
+  if (memory->experts) std::fprintf(stderr, "strata serve: %s\n", memory->experts->StatsLine().c_str());
   const SchedulerMetrics end = (*scheduler)->Metrics();
   std::fprintf(stderr, "strata serve: stopped: %llu requests served, %llu cancelled, %llu refused; %llu prompt "
                "tokens run, %llu reused, %llu generated\n",

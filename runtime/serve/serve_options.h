@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/memory/run_memory.h"
+
 #include "runtime/model/sampler.h"
 
 namespace strata::serve {
@@ -26,6 +28,11 @@ struct ServeOptions {
   bool reference = false;          // the plain reference backend
   bool verify = false;             // verify every blob's checksum at load
   int shutdown_grace_ms = 10000;   // on SIGINT/SIGTERM, running requests get this long to finish
+  // Memory plan and expert tiers (--ram-budget, --expert-device, ...): the
+  // server plans its slots, workspace and tiers exactly as strata-run does
+  // (docs/memory-plan.md); `memory.parallel` is ignored, `parallel` wins.
+  RunMemoryOptions memory;
+  bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
 };
 
 // Runs the server until SIGINT or SIGTERM. Returns the process exit code:

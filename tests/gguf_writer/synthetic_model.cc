@@ -247,12 +247,15 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     float scale = spec.weight_scale;
     if (role == TensorRole::kTokenEmbd) scale = 1.0f;  // embeddings are not normalized before the first norm
     std::vector<float> v = Normal(rng, count, 0.0f, scale);
-    if (role == TensorRole::kTokenEmbd && !spec.router_skew.empty())
+    if (role == TensorRole::kTokenEmbd && (!spec.router_skew.empty() || spec.router_bias))
       for (uint64_t r = 0; r < count / static_cast<uint64_t>(row); ++r) v[r * row] += 8.0f;
     if (role == TensorRole::kFfnGateInp) {
       for (float& x : v) x *= 10.0f;  // routers have larger logits
       for (const auto& [expert, gain] : spec.router_skew)
         if (expert < hp.n_expert) v[expert * row] = gain;
+      if (spec.router_bias && e.layer >= 0)
+        for (uint32_t expert = 0; expert < hp.n_expert; ++expert)
+          v[expert * row] = spec.router_bias(static_cast<uint32_t>(e.layer), expert);
     }
     b.Tensor(e.name, type, ne, Encode(type, v, row, rng, scale));
   }

@@ -6,6 +6,7 @@
 // tokenizer of a real GGUF.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct SyntheticModelSpec {
   // embedding gets a large constant in dimension 0, and the router row of
   // each listed expert gets `gain` there, so those experts win for most tokens.
   std::map<uint32_t, float> router_skew;
+  // A router bias per layer and expert (realistic skew that differs by layer,
+  // for expert-cache measurements): the same dimension-0 trick, with the
+  // router row of expert e in layer l getting router_bias(l, e) there.
+  std::function<float(uint32_t layer, uint32_t expert)> router_bias;
   std::string name = "strata-synthetic";
   bool tied_output = false;  // leave out output.weight (the token embedding is the head)
 };

@@ -1,0 +1,37 @@
+#pragma once
+// strata-run's memory-plan and expert-tier options (kept apart from
+// run_options.h so the two grow independently).
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/memory/run_memory.h"
+
+namespace strata {
+
+struct MemoryFlags {
+  bool plan = false;
+  std::string ram_budget, vram_budget, reserve;
+  static constexpr int32_t kParallelUnset = -1;
+  int32_t parallel = kParallelUnset;  // unset: 1 sequence, or 4 slots with --serve
+  std::string kv_type = "f32";
+  bool allow_paging = false;
+  std::string expert_device = "none";
+  std::string expert_slots = "auto";
+  int32_t expert_pinned = -1;
+  std::string expert_policy = "lfru";
+  double expert_half_life = 0;
+  bool no_decode_copies = false;
+  std::string expert_profile;
+  std::string routing_trace_out;
+  bool expert_stats = false;
+
+  // Errors: kInvalidArgument naming the option (a size that does not parse, ...).
+  Result<RunMemoryOptions> Resolve() const;
+};
+
+void AddMemoryFlags(CLI::App& app, MemoryFlags& f);
+
+}  // namespace strata

@@ -1,0 +1,180 @@
+#include "runtime/experts/routing_trace.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "runtime/base/atomic_file.h"
+#include "runtime/base/checked_alloc.h"
+#include "runtime/base/strings.h"
+
+namespace strata {
+
+RoutingTrace RoutingTrace::Slice(uint64_t begin, uint64_t end) const {
+  RoutingTrace t;
+  t.n_layer = n_layer;
+  t.n_expert = n_expert;
+  t.k = k;
+  end = std::min(end, tokens());
+  begin = std::min(begin, end);
+  const uint64_t w = uint64_t{n_layer} * k;
+  t.experts.assign(experts.begin() + static_cast<ptrdiff_t>(begin * w), experts.begin() + static_cast<ptrdiff_t>(end * w));
+  t.probs.assign(probs.begin() + static_cast<ptrdiff_t>(begin * w), probs.begin() + static_cast<ptrdiff_t>(end * w));
+  t.sessions.push_back(0);
+  for (uint64_t s : sessions)
+    if (s > begin && s < end) t.sessions.push_back(s - begin);
+  return t;
+}
+
+Status RoutingTrace::Append(const RoutingTrace& o) {
+  if (tokens() == 0 && experts.empty()) {
+    *this = o;
+    if (sessions.empty() || sessions.front() != 0) sessions.insert(sessions.begin(), 0);
+    return Status::Ok();
+  }
+  if (o.n_layer != n_layer || o.n_expert != n_expert || o.k != k)
+    return InvalidArgument(StrFormat("routing traces of different shapes (%u layers x %u experts, top-%u vs %u x %u, "
+                                     "top-%u) cannot be joined",
+                                     n_layer, n_expert, k, o.n_layer, o.n_expert, o.k));
+  const uint64_t base = tokens();
+  experts.insert(experts.end(), o.experts.begin(), o.experts.end());
+  probs.insert(probs.end(), o.probs.begin(), o.probs.end());
+  sessions.push_back(base);
+  for (uint64_t s : o.sessions)
+    if (s > 0) sessions.push_back(base + s);
+  return Status::Ok();
+}
+
+RoutingTraceRecorder::RoutingTraceRecorder(uint32_t n_layer, uint32_t n_expert, uint32_t k) : per_layer_(n_layer, 0) {
+  trace_.n_layer = n_layer;
+  trace_.n_expert = n_expert;
+  trace_.k = k;
+  trace_.sessions.push_back(0);
+}
+
+void RoutingTraceRecorder::OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) {
+  if (!error_.ok()) return;
+  if (layer < 0 || static_cast<uint32_t>(layer) >= trace_.n_layer || experts.size() != trace_.k ||
+      probs.size() != trace_.k) {
+    error_ = Internal(StrFormat("routing trace: a routing of layer %d with %zu experts does not fit a trace of %u "
+                                "layers, top-%u",
+                                layer, experts.size(), trace_.n_layer, trace_.k));
+    return;
+  }
+  const uint64_t token = base_ + per_layer_[static_cast<size_t>(layer)]++;
+  const uint64_t w = uint64_t{trace_.n_layer} * trace_.k;
+  if (trace_.experts.size() < (token + 1) * w) {
+    trace_.experts.resize((token + 1) * w, -1);
+    trace_.probs.resize((token + 1) * w, 0.0f);
+  }
+  const uint64_t at = (token * trace_.n_layer + static_cast<uint64_t>(layer)) * trace_.k;
+  std::copy(experts.begin(), experts.end(), trace_.experts.begin() + static_cast<ptrdiff_t>(at));
+  std::copy(probs.begin(), probs.end(), trace_.probs.begin() + static_cast<ptrdiff_t>(at));
+}
+
+void RoutingTraceRecorder::BeginSession() {
+  const uint64_t seen = per_layer_.empty() ? 0 : *std::max_element(per_layer_.begin(), per_layer_.end());
+  if (seen == 0) return;
+  base_ += seen;
+  std::fill(per_layer_.begin(), per_layer_.end(), 0);
+  trace_.sessions.push_back(base_);
+}
+
+Result<RoutingTrace> RoutingTraceRecorder::Finish() const {
+  if (!error_.ok()) return error_;
+  for (uint64_t c : per_layer_)
+    if (c != per_layer_.front())
+      return Internal("routing trace: the layers saw different numbers of tokens (a forward pass stopped half way)");
+  RoutingTrace t = trace_;
+  if (!t.sessions.empty() && t.sessions.back() >= t.tokens() && t.sessions.size() > 1) t.sessions.pop_back();
+  return t;
+}
+
+Status RoutingTraceRecorder::Reserve(uint64_t tokens) {
+  const uint64_t n = tokens * trace_.n_layer * trace_.k;
+  STRATA_RETURN_IF_ERROR(CheckedResize(trace_.experts, static_cast<size_t>(n), "the routing trace", true));
+  return CheckedResize(trace_.probs, static_cast<size_t>(n), "the routing trace", true);
+}
+
+uint64_t RoutingTraceRecorder::BytesFor(uint32_t n_layer, uint32_t k, uint64_t tokens) {
+  return tokens * n_layer * k * (sizeof(int32_t) + sizeof(float));
+}
+
+Status WriteRoutingTrace(const RoutingTrace& t, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(AtomicFileWriter w, AtomicFileWriter::Create(path));
+  std::string out = StrFormat("strata-routing-trace 1\nlayers %u experts %u k %u\n", t.n_layer, t.n_expert, t.k);
+  size_t next_session = 0;
+  for (uint64_t tok = 0; tok < t.tokens(); ++tok) {
+    while (next_session < t.sessions.size() && t.sessions[next_session] <= tok) {
+      if (t.sessions[next_session] == tok) out += "session\n";
+      ++next_session;
+    }
+    for (uint32_t l = 0; l < t.n_layer; ++l) {
+      if (l) out += " |";
+      auto e = t.Experts(tok, l);
+      auto p = t.Probs(tok, l);
+      for (uint32_t j = 0; j < t.k; ++j) out += StrFormat("%s%d:%.4g", (l == 0 && j == 0) ? "" : " ", e[j], static_cast<double>(p[j]));
+    }
+    out += "\n";
+    if (out.size() > (1u << 20)) {
+      STRATA_RETURN_IF_ERROR(w.Write(out.data(), out.size()));
+      out.clear();
+    }
+  }
+  STRATA_RETURN_IF_ERROR(w.Write(out.data(), out.size()));
+  return w.Commit();
+}
+
+Result<RoutingTrace> ReadRoutingTrace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound(path + ": cannot open the routing trace");
+  auto bad = [&](uint64_t line, const std::string& expected, const std::string& found) {
+    return DataLoss(StrFormat("%s: line %llu: expected %s, found %s", path.c_str(),
+                              static_cast<unsigned long long>(line), expected.c_str(), Printable(found).c_str()));
+  };
+  std::string line;
+  if (!std::getline(in, line) || line != "strata-routing-trace 1")
+    return bad(1, "'strata-routing-trace 1'", line);
+  RoutingTrace t;
+  if (!std::getline(in, line) ||
+      std::sscanf(line.c_str(), "layers %u experts %u k %u", &t.n_layer, &t.n_expert, &t.k) != 3 ||
+      t.n_layer == 0 || t.n_layer > 4096 || t.n_expert == 0 || t.n_expert > 65536 || t.k == 0 || t.k > t.n_expert)
+    return bad(2, "'layers L experts E k K' (1..4096 layers, 1..65536 experts, 1 <= K <= E)", line);
+  uint64_t line_no = 2;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    if (line == "session") {
+      if (t.sessions.empty() || t.sessions.back() != t.tokens()) t.sessions.push_back(t.tokens());
+      continue;
+    }
+    const char* c = line.c_str();
+    for (uint32_t l = 0; l < t.n_layer; ++l) {
+      if (l) {
+        while (*c == ' ') ++c;
+        if (*c != '|') return bad(line_no, StrFormat("'|' before layer %u", l), line);
+        ++c;
+      }
+      for (uint32_t j = 0; j < t.k; ++j) {
+        char* end = nullptr;
+        long e = std::strtol(c, &end, 10);
+        if (end == c || *end != ':' || e < 0 || e >= static_cast<long>(t.n_expert))
+          return bad(line_no, StrFormat("expert:probability with an expert id below %u (layer %u)", t.n_expert, l), line);
+        c = end + 1;
+        float p = std::strtof(c, &end);
+        if (end == c) return bad(line_no, "a probability after ':'", line);
+        c = end;
+        t.experts.push_back(static_cast<int32_t>(e));
+        t.probs.push_back(p);
+      }
+    }
+    while (*c == ' ') ++c;
+    if (*c) return bad(line_no, StrFormat("%u layers of %u experts", t.n_layer, t.k), line);
+  }
+  if (t.sessions.empty() || t.sessions.front() != 0) t.sessions.insert(t.sessions.begin(), 0);
+  if (t.sessions.size() > 1 && t.sessions.back() >= t.tokens()) t.sessions.pop_back();
+  return t;
+}
+
+}  // namespace strata

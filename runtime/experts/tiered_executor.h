@@ -1,0 +1,81 @@
+#pragma once
+// TieredExpertExecutor: runs routed experts from two tiers (the
+// ExpertExecutor of the forward pass, forward.h):
+//  * the device tier: a fixed number of expert slots on an ExpertDevice,
+//    filled at start with the hottest experts of the profile (pinned), plus a
+//    run-time region (ExpertCache: LRU or LFRU) for experts that turn hot
+//    during the session;
+//  * the host tier: everything else, on the host backend (the CPU expert
+//    pool, all its threads), reading the pack's native blobs or its Q8_0
+//    decode copies.
+// A miss runs on the host; if the cache admits the expert, it is uploaded
+// into the slot the cache chose, for the tokens that follow.
+//
+// Every buffer (slots, device scratch, host scratch) is allocated in Create,
+// sized by the memory plan; RunExpert allocates nothing.
+
+#include <memory>
+#include <string>
+
+#include "runtime/base/checked_alloc.h"
+#include "runtime/experts/expert_cache.h"
+#include "runtime/experts/expert_device.h"
+#include "runtime/experts/expert_hotness.h"
+#include "runtime/model/forward.h"
+
+namespace strata {
+
+struct TierOptions {
+  int32_t slots = 0;       // device slots (0: host tier only)
+  int32_t pinned = -1;     // of which pinned from the hotness; -1: DefaultPinnedSlots
+  CachePolicy policy = CachePolicy::kLfru;
+  double half_life = 0;    // LFRU half-life in accesses; 0: the default
+  bool per_layer = false;  // split the run-time slots evenly between layers
+  bool decode_copies = true;  // the host tier reads Q8_0 decode copies when the pack has them
+  bool warm = true;        // fill the run-time region from the hotness too (after the pinned experts)
+  int64_t max_rows = 1;    // most tokens one RunExpert gets (tokens per pass)
+};
+
+// How many of `slots` are pinned when TierOptions::pinned is -1.
+int32_t DefaultPinnedSlots(int32_t slots, bool have_hotness);
+
+class TieredExpertExecutor : public ExpertExecutor {
+ public:
+  // Allocates the host scratch and the device's slots, pins and uploads the
+  // hottest experts ("tier fill"). `device` and `hotness` may be null
+  // (no device: every expert on the host; no hotness: no pinned slots). Both
+  // must outlive the executor. Errors: allocation or upload failures, with
+  // what and how much; pinned > slots; a device without kernels for the types.
+  static Result<std::unique_ptr<TieredExpertExecutor>> Create(const Model& model, MatMulBackend& host,
+                                                               ExpertDevice* device, const ExpertHotness* hotness,
+                                                               const TierOptions& options);
+
+  Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) override;
+
+  const CacheStats& stats() const { return cache_.stats(); }
+  const ExpertCache& cache() const { return cache_; }
+  // Host scratch bytes for these options (the memory plan's line).
+  static uint64_t HostScratchBytes(const HParams& hp, int64_t max_rows);
+  // "device tier: 24 slots on cpu (...): 16 pinned from <source>, 8 lru; host tier: fast (...), native blobs"
+  std::string Describe() const;
+  // One line of hit and miss counts for the end of a run.
+  std::string StatsLine() const;
+
+ private:
+  TieredExpertExecutor(const Model& model, MatMulBackend& host, ExpertDevice* device, const ExpertCacheConfig& config,
+                       const TierOptions& options)
+      : model_(model), host_(host), device_(device), cache_(model.hp().n_layer, model.hp().n_expert, config),
+        options_(options) {}
+  Status Fill(const ExpertHotness* hotness);
+
+  const Model& model_;
+  MatMulBackend& host_;
+  ExpertDevice* device_;
+  ExpertCache cache_;
+  TierOptions options_;
+  AlignedBuffer host_scratch_;
+  std::string hotness_source_;
+  int32_t pinned_filled_ = 0, warm_filled_ = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,80 @@
+#pragma once
+// From a run's memory and expert options to its plan, then to the
+// allocations the plan counted: the glue strata-run (and the server) use, so
+// every program plans the same way and allocates exactly what it planned.
+//
+//   PlanRun:      the device tier, the expert hotness and the MemoryPlan
+//                 (nothing large allocated yet; the pack is mapped).
+//   AllocateRun:  the workspace, the sequences' states, the backend's scratch,
+//                 the expert tiers (slots filled), in that order; any failure
+//                 comes back as a Status naming what and how much.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/experts/expert_cache.h"
+#include "runtime/experts/expert_device.h"
+#include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/tiered_executor.h"
+#include "runtime/memory/memory_plan.h"
+#include "runtime/model/sequence_state.h"
+#include "runtime/model/workspace.h"
+
+namespace strata {
+
+// What the command line says about memory and experts (already parsed).
+struct RunMemoryOptions {
+  std::optional<uint64_t> ram_budget;    // --ram-budget; unset: available - reserve
+  std::map<int, uint64_t> vram_budgets;  // --vram-budget, by device
+  uint64_t reserve = kDefaultReserve;    // --reserve
+  int32_t parallel = 1;                  // --parallel
+  KvType kv_type = KvType::kF32;         // --kv-type
+  bool allow_paging = false;             // --allow-paging
+  std::string expert_device = "none";    // --expert-device none|cpu
+  int32_t expert_slots = -1;             // --expert-slots; -1: as many as fit
+  int32_t expert_pinned = -1;            // --expert-pinned; -1: DefaultPinnedSlots
+  CachePolicy expert_policy = CachePolicy::kLfru;
+  double expert_half_life = 0;           // LFRU half-life in accesses (0: default)
+  bool decode_copies = true;             // the host tier reads decode copies when present
+  std::string expert_profile;            // a routing trace to take the hotness from (the pack's profile wins)
+};
+
+// What the run itself looks like.
+struct RunShape {
+  int64_t n_ctx = 0;
+  int32_t batch = 512;
+  int threads = 1;
+  bool logits_all = false;
+  uint64_t trace_tokens = 0;
+  bool recurrent_snapshots = false;  // the server: one copy of each sequence's recurrent state (prefix reuse)
+};
+
+struct RunSetup {
+  std::unique_ptr<ExpertDevice> device;
+  std::optional<ExpertHotness> hotness;
+  PlanInputs inputs;
+  MemoryPlan plan;
+  TierOptions tier;
+};
+
+// Errors: bad options (a budget for a device that does not exist, an unknown
+// device, a profile that does not match the model), a profile that cannot be
+// read. A plan that does not fit is returned, not an error: check plan.Fits().
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBackend& backend,
+                         const RunMemoryOptions& options, const RunShape& shape);
+
+struct RunMemory {
+  Workspace workspace;
+  std::vector<SequenceState> states;  // inputs.parallel of them, n_ctx each
+  std::unique_ptr<TieredExpertExecutor> experts;  // null without a device tier
+};
+
+// REQUIRES: setup.plan.Fits(). `setup` must outlive the result (the executor
+// uses its device and hotness).
+Result<RunMemory> AllocateRun(const Model& model, MatMulBackend& backend, RunSetup& setup);
+
+}  // namespace strata

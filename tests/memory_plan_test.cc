@@ -1,0 +1,397 @@
+// The memory plan is what a run takes.
+//
+// Heap bytes are counted by replacing the global operator new/delete in this
+// test binary (every C++ allocation of the runtime goes through them: vectors,
+// strings, AlignedBuffer's aligned new). Mapped memory (the pack) is not heap
+// and is checked against the pack's size.
+//
+//  * ForwardWorkspaceBytes is exact: a pass of a shape takes exactly that
+//    much workspace, and a workspace one block smaller is refused up front.
+//  * With the run's workspace, reserved backend scratch and a reserved logits
+//    buffer, a forward pass (and the tiered executor) allocates nothing.
+//  * Real generations (synthetic models of every architecture, conformance
+//    fixtures, a real 151k-token vocabulary; with and without a device tier)
+//    keep the heap's high-water mark within the plan's heap lines plus
+//    kMargin, and the plan does not overstate it by more than 2x.
+//  * strata-run --plan prints the table and exits 0 / 1; a run whose plan
+//    does not fit refuses to start with the numbers and advice that works
+//    (seeds/003: an expert cache sized for more device memory than exists).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <regex>
+
+#include "runtime/memory/run_memory.h"
+#include "runtime/model/fast_backend.h"
+#include "runtime/model/forward.h"
+#include "runtime/model/generator.h"
+#include "runtime/pack/pack_vocab.h"
+#include "tests/testing/pack_edit.h"
+#include "tests/testing/run_command.h"
+#include "tests/testing/synthetic_pack.h"
+#include "tests/testing/test_data.h"
+
+// --- heap accounting for this binary -----------------------------------------
+namespace {
+std::atomic<int64_t> g_live{0}, g_peak{0}, g_count{0};
+
+void Note(int64_t n) {
+  const int64_t v = g_live.fetch_add(n) + n;
+  int64_t p = g_peak.load();
+  while (v > p && !g_peak.compare_exchange_weak(p, v)) {
+  }
+  if (n > 0) g_count.fetch_add(1);
+}
+
+void* Alloc(size_t n, size_t align, bool nothrow) {
+  const size_t h = std::max<size_t>(align, 16);
+  void* raw = nullptr;
+  if (posix_memalign(&raw, std::max<size_t>(align, sizeof(void*)), n + h) != 0) {
+    if (nothrow) return nullptr;
+    throw std::bad_alloc();
+  }
+  char* user = static_cast<char*>(raw) + h;
+  reinterpret_cast<size_t*>(user)[-1] = n;
+  reinterpret_cast<size_t*>(user)[-2] = h;
+  Note(static_cast<int64_t>(n));
+  return user;
+}
+
+void Free(void* p) noexcept {
+  if (!p) return;
+  char* user = static_cast<char*>(p);
+  const size_t n = reinterpret_cast<size_t*>(user)[-1], h = reinterpret_cast<size_t*>(user)[-2];
+  Note(-static_cast<int64_t>(n));
+  std::free(user - h);
+}
+}  // namespace
+
+void* operator new(size_t n) { return Alloc(n, 16, false); }
+void* operator new[](size_t n) { return Alloc(n, 16, false); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return Alloc(n, 16, true); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return Alloc(n, 16, true); }
+void* operator new(size_t n, std::align_val_t a) { return Alloc(n, static_cast<size_t>(a), false); }
+void* operator new[](size_t n, std::align_val_t a) { return Alloc(n, static_cast<size_t>(a), false); }
+void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return Alloc(n, static_cast<size_t>(a), true); }
+void* operator new[](size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return Alloc(n, static_cast<size_t>(a), true); }
+void operator delete(void* p) noexcept { Free(p); }
+void operator delete[](void* p) noexcept { Free(p); }
+void operator delete(void* p, size_t) noexcept { Free(p); }
+void operator delete[](void* p, size_t) noexcept { Free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { Free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { Free(p); }
+
+namespace strata {
+namespace {
+
+using ::testing::HasSubstr;
+
+// What a run may take beyond the plan's heap lines: small things the plan does
+// not itemize (the Generator's token list and text, the tokenizer's pieces
+// while it encodes, gtest's bookkeeping between the baseline and the peak).
+constexpr int64_t kMargin = 64 << 10;
+
+testing::OpenedModel Synthetic(Arch arch, const std::string& dir) {
+  auto m = testing::MakeSyntheticPack(arch, dir, std::string(ArchName(arch)), 3);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(*m);
+}
+
+class Workspaces : public ::testing::TestWithParam<Arch> {};
+
+TEST_P(Workspaces, ForwardWorkspaceBytesIsExactAndASmallerOneIsRefused) {
+  const std::string dir = testing::ScratchDir("workspace");
+  testing::OpenedModel m = Synthetic(GetParam(), dir);
+  const Model& model = *m.model;
+  ReferenceBackend ref;
+  FastBackend::Options fo;
+  fo.threads = 2;
+  auto fast = FastBackend::Create(fo);
+  ASSERT_TRUE(fast.ok());
+  for (MatMulBackend* be : {static_cast<MatMulBackend*>(&ref), static_cast<MatMulBackend*>(fast->get())}) {
+    struct Step {
+      int64_t past, n;
+    };
+    for (Step s : {Step{0, 1}, Step{0, 7}, Step{7, 5}, Step{0, 20}, Step{20, 1}}) {
+      auto st = SequenceState::Create(model.hp(), 64);
+      ASSERT_TRUE(st.ok());
+      std::vector<int32_t> ids(static_cast<size_t>(s.past + s.n));
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + 17 * i % 400);
+      std::vector<float> logits;
+      if (s.past) {
+        ASSERT_TRUE(Forward(model, *be, *st, std::span(ids).first(s.past), {}, &logits).ok());
+      }
+      const uint64_t need = ForwardWorkspaceBytes(model, {s.n, s.past + s.n, be->threads()});
+      auto small = Workspace::Create(need - 64);
+      ASSERT_TRUE(small.ok());
+      ForwardOptions o;
+      o.workspace = &*small;
+      Status refused = Forward(model, *be, *st, std::span(ids).subspan(s.past), o, &logits);
+      EXPECT_EQ(refused.code(), StatusCode::kInternal) << be->name();
+      EXPECT_EQ(st->n_past, s.past);
+      EXPECT_EQ(small->high_water(), 0u);  // refused before it took anything
+      auto ws = Workspace::Create(need);
+      ASSERT_TRUE(ws.ok());
+      o.workspace = &*ws;
+      ASSERT_TRUE(Forward(model, *be, *st, std::span(ids).subspan(s.past), o, &logits).ok());
+      EXPECT_EQ(ws->high_water(), need) << be->name() << " past " << s.past << " n " << s.n;
+    }
+  }
+}
+
+TEST_P(Workspaces, APassAllocatesNothingWithTheRunsWorkspace) {
+  const std::string dir = testing::ScratchDir("no_alloc");
+  testing::OpenedModel m = Synthetic(GetParam(), dir);
+  const Model& model = *m.model;
+  FastBackend::Options fo;
+  fo.threads = 2;
+  auto fast = FastBackend::Create(fo);
+  ASSERT_TRUE(fast.ok());
+  RunMemoryOptions mo;
+  mo.ram_budget = 1ull << 30;
+  if (model.hp().n_expert) {
+    mo.expert_device = "cpu";
+    mo.expert_slots = 5;
+  }
+  RunShape shape{64, 8, (*fast)->threads(), false, 0};
+  auto setup = PlanRun(*m.pack, model, **fast, mo, shape);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  ASSERT_TRUE(setup->plan.Fits());
+  auto mem = AllocateRun(model, **fast, *setup);
+  ASSERT_TRUE(mem.ok()) << mem.status().message();
+  std::vector<float> logits;
+  logits.reserve(model.hp().n_vocab);
+  ForwardOptions o;
+  o.workspace = &mem->workspace;
+  o.experts = mem->experts.get();
+  std::vector<int32_t> prompt = {1, 5, 9, 200, 3, 44, 45, 46};
+  const int64_t before = g_count.load();
+  ASSERT_TRUE(Forward(model, **fast, mem->states[0], prompt, o, &logits).ok());
+  for (int i = 0; i < 10; ++i) {
+    int32_t id = 7 + i;
+    ASSERT_TRUE(Forward(model, **fast, mem->states[0], std::span(&id, 1), o, &logits).ok());
+  }
+  EXPECT_EQ(g_count.load() - before, 0) << "heap allocations during forward passes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, Workspaces, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),
+                         [](const auto& p) { return std::string(ArchName(p.param)); });
+
+// A generation the way strata-run does it, from a baseline taken before the
+// pack is opened; returns (peak heap above the baseline, the plan's heap).
+struct Measured {
+  int64_t peak = 0;
+  uint64_t planned = 0;
+  uint64_t meta_line = 0;
+  int64_t open = 0;  // heap after opening the pack and loading the tokenizer
+};
+
+Measured Generate(const std::string& pack_path, const RunMemoryOptions& mo, int32_t batch, bool logits_all,
+                  int n_prompt, int n_gen, float temperature) {
+  Measured r;
+  const int64_t base = g_live.load();
+  g_peak.store(base);
+  {
+    auto pack = Pack::Open(pack_path);
+    EXPECT_TRUE(pack.ok());
+    auto model = Model::Create(**pack);
+    EXPECT_TRUE(model.ok());
+    FastBackend::Options fo;
+    fo.threads = 2;
+    auto be = FastBackend::Create(fo);
+    auto vocab = VocabFromManifest(*(*pack)->manifest().tokenizer(), pack_path);
+    EXPECT_TRUE(vocab.ok());
+    auto tok = tokenizer::Tokenizer::Create(*vocab);
+    EXPECT_TRUE(tok.ok());
+    r.open = g_live.load() - base;
+    RunShape shape{std::min<int64_t>(model->hp().n_ctx_train, 256), batch, (*be)->threads(), logits_all, 0};
+    auto setup = PlanRun(**pack, *model, **be, mo, shape);
+    EXPECT_TRUE(setup.ok()) << setup.status().message();
+    EXPECT_TRUE(setup->plan.Fits());
+    r.planned = setup->plan.Heap() + (setup->plan.device_in_host_ram ? setup->plan.Device() : 0);
+    for (const PlanLine& l : setup->plan.lines)
+      if (l.item.find("metadata") != std::string::npos) r.meta_line = l.bytes;
+    auto mem = AllocateRun(*model, **be, *setup);
+    EXPECT_TRUE(mem.ok()) << mem.status().message();
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((7 * i + 3) % 500 + 10);
+    Generator g(*model, **be, mem->states[0], &*tok);
+    GenerateOptions go;
+    go.workspace = &mem->workspace;
+    go.experts = mem->experts.get();
+    go.n_predict = n_gen;
+    go.ignore_eog = true;
+    go.sampling.temperature = temperature;
+    go.batch = batch;
+    go.prompt_logits = logits_all;
+    auto res = g.Generate(prompt, go);
+    EXPECT_TRUE(res.ok()) << res.status().message();
+  }
+  r.peak = g_peak.load() - base;
+  return r;
+}
+
+void ExpectWithinPlan(const Measured& m, const std::string& what) {
+  std::printf("  %-52s heap peak %9lld B (pack + tokenizer %8lld), planned %9llu B (metadata line %llu)\n",
+              what.c_str(), static_cast<long long>(m.peak), static_cast<long long>(m.open),
+              static_cast<unsigned long long>(m.planned), static_cast<unsigned long long>(m.meta_line));
+  EXPECT_LE(m.peak, static_cast<int64_t>(m.planned) + kMargin) << what;
+  EXPECT_GE(2 * m.peak, static_cast<int64_t>(m.planned)) << what << ": the plan overstates the heap by more than 2x";
+  EXPECT_LE(m.open, static_cast<int64_t>(m.meta_line)) << what << ": the metadata estimate is too small";
+}
+
+TEST(HighWater, GenerationsStayWithinThePlan) {
+  const std::string dir = testing::ScratchDir("high_water");
+  RunMemoryOptions plain;
+  plain.ram_budget = 8ull << 30;
+  RunMemoryOptions tier = plain;
+  tier.expert_device = "cpu";
+  tier.expert_slots = 6;
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe}) {
+    testing::OpenedModel m = Synthetic(arch, dir);
+    const std::string name(ArchName(arch));
+    m.model.reset();
+    m.pack.reset();
+    ExpectWithinPlan(Generate(m.path, plain, 16, false, 40, 24, 0.8f), name + " synthetic");
+    ExpectWithinPlan(Generate(m.path, plain, 512, true, 40, 24, 0.0f), name + " synthetic, logits of every row");
+    if (arch != Arch::kLlama) ExpectWithinPlan(Generate(m.path, tier, 16, false, 40, 24, 0.8f), name + " synthetic, device tier");
+  }
+  // A real vocabulary (Qwen2's 151k tokens) makes the tokenizer the largest metadata.
+  {
+    const std::string vocab = testing::SharedFile("tokenizer/ggml-vocab-qwen2.gguf");
+    STRATA_REQUIRE_SHARED_FILE(vocab);
+    auto m = testing::MakeSyntheticPack(Arch::kQwen3Moe, dir, "qwen2vocab", 4,
+                                        [&](testing::SyntheticModelSpec& s) { s.tokenizer_gguf = vocab; });
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const std::string path = m->path;
+    m->model.reset();
+    m->pack.reset();
+    ExpectWithinPlan(Generate(path, plain, 16, false, 40, 24, 0.8f), "qwen3moe, Qwen2 vocabulary (151k tokens)");
+  }
+  for (const char* name : {"qwen3moe-q4_k_m", "qwen35moe-q4_k_m", "stories260k-f32"}) {
+    const std::string gguf = testing::SharedFile(std::string("conformance/") + name + ".gguf");
+    STRATA_REQUIRE_SHARED_FILE(gguf);
+    const std::string pack = dir + "/" + name + ".strata";
+    ASSERT_TRUE(testing::PackFile(gguf, pack).ok());
+    ExpectWithinPlan(Generate(pack, plain, 16, false, 24, 32, 0.8f), std::string(name));
+    if (std::string(name) != "stories260k-f32")
+      ExpectWithinPlan(Generate(pack, tier, 16, false, 24, 32, 0.8f), std::string(name) + ", device tier");
+  }
+}
+
+// --- strata-run: the plan printed, refused, and advice that works --------------
+
+class PlanCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::ScratchDir("plan_cli"));
+    const std::string gguf = testing::SharedFile("conformance/qwen3moe-q4_k_m.gguf");
+    if (!FileExists(gguf)) return;
+    pack_ = new std::string(*dir_ + "/q.strata");
+    ASSERT_TRUE(testing::PackFile(gguf, *pack_).ok());
+  }
+  void SetUp() override { STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen3moe-q4_k_m.gguf")); }
+  static testing::CommandResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), *pack_);
+    args.insert(args.end(), {"-t", "2"});
+    return testing::RunProgram("strata-run", args);
+  }
+  static inline std::string* dir_ = nullptr;
+  static inline std::string* pack_ = nullptr;
+};
+
+TEST_F(PlanCli, PlanPrintsEveryLineAndExitsZeroWhenItFits) {
+  auto r = Run({"--plan", "--ram-budget", "1G"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"weights: dense", "weights: experts, host tier", "KV cache (F32)", "forward workspace",
+                           "backend scratch", "logits", "sampler", "runtime metadata", "fits"})
+    EXPECT_THAT(r.out, HasSubstr(line)) << line;
+  auto t = Run({"--plan", "--ram-budget", "1G", "--expert-device", "cpu", "--expert-slots", "6"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  for (const char* line : {"expert slots", "device tier scratch", "staging buffers", "host expert tier scratch"})
+    EXPECT_THAT(t.out, HasSubstr(line)) << line;
+}
+
+TEST_F(PlanCli, APlanThatDoesNotFitIsRefusedWithAdviceThatWorks) {
+  auto p = Run({"--plan", "--ram-budget", "6M", "-c", "256"});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_THAT(p.out, HasSubstr("DOES NOT FIT"));
+  // A run refuses to start, says why and what to change, and generates nothing.
+  auto r = Run({"--ram-budget", "6M", "-c", "256", "--tokens", "1,2,3", "-n", "4", "--print-ids"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("refusing to start"));
+  std::smatch c;
+  ASSERT_TRUE(std::regex_search(r.err, c, std::regex("-c ([0-9]+) \\(a smaller context\\)"))) << r.err;
+  auto ok = Run({"--ram-budget", "6M", "-c", c[1].str(), "--tokens", "1,2,3", "-n", "4", "--print-ids"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // Weights that must stay resident but do not fit: --allow-paging is the way out.
+  auto w = Run({"--plan", "--ram-budget", "3M", "-c", "8"});
+  EXPECT_EQ(w.exit_code, 1);
+  EXPECT_THAT(w.out, HasSubstr("--allow-paging"));
+}
+
+TEST_F(PlanCli, AnExpertCacheLargerThanTheDeviceIsRefusedNotStartedThenFailed) {
+  // seeds/003: 5364 slots asked of a device with room for a few.
+  auto r = Run({"--expert-device", "cpu", "--vram-budget", "0=1M", "--expert-slots", "5364", "--tokens", "1,2,3", "-n",
+                "4", "--print-ids"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("device 0"));
+  EXPECT_THAT(r.err, HasSubstr("refusing to start"));
+  std::smatch m;
+  EXPECT_THAT(r.err, HasSubstr("--expert-slots 5364 is more than the model's 24 routed experts"));
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("--expert-slots ([0-9]+) \\(a smaller"))) << r.err;
+  const int slots = std::stoi(m[1].str());
+  EXPECT_GT(slots, 0);
+  EXPECT_LT(slots, 24);
+  auto ok = Run({"--expert-device", "cpu", "--vram-budget", "0=1M", "--expert-slots", m[1].str(), "--tokens", "1,2,3",
+                 "-n", "4", "--print-ids", "--expert-stats"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.err, HasSubstr("on the device tier"));
+  // auto: as many slots as fit.
+  auto a = Run({"--plan", "--expert-device", "cpu", "--vram-budget", "1M"});
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_THAT(a.out, HasSubstr(m[1].str() + " slots"));
+}
+
+TEST_F(PlanCli, BadMemoryOptionsAreUsageErrors) {
+  EXPECT_EQ(Run({"--plan", "--ram-budget", "lots"}).exit_code, 2);
+  EXPECT_EQ(Run({"--plan", "--vram-budget", "1=4G"}).exit_code, 2);  // no device 1
+  EXPECT_EQ(Run({"--plan", "--kv-type", "f16"}).exit_code, 3);       // not implemented: unsupported
+  EXPECT_EQ(Run({"--plan", "--expert-slots", "4"}).exit_code, 2);    // no device tier
+  EXPECT_EQ(Run({"--plan", "--expert-device", "cpu", "--expert-pinned", "2"}).exit_code, 2);  // no profile
+  EXPECT_EQ(Run({"--plan", "--expert-device", "gpu"}).exit_code, 2);
+}
+
+TEST_F(PlanCli, ATieredRunGivesTheUntieredLogitsAndWritesATrace) {
+  const std::string plain = *dir_ + "/plain.f32", tiered = *dir_ + "/tiered.f32", trace = *dir_ + "/r.trace";
+  const std::vector<std::string> common = {"--tokens", "1,13,20,27,34,41,48,55,62,69,76,83", "-n", "16", "--temp",
+                                           "0", "--ignore-eos", "--print-ids"};
+  auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto p = Run(args({"--logits-out", plain, "--routing-trace-out", trace}));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto t = Run(args({"--logits-out", tiered, "--expert-device", "cpu", "--expert-slots", "7", "--expert-profile", trace,
+                     "--expert-pinned", "3", "--expert-stats"}));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(p.out, t.out);
+  EXPECT_EQ(testing::ReadBytes(plain), testing::ReadBytes(tiered));
+  EXPECT_THAT(t.err, HasSubstr("3 pinned (3 filled from routing trace"));
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,27 @@
+#pragma once
+// A small synthetic model packed and opened, for tests that need a Model.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/model/model.h"
+#include "runtime/pack/pack_reader.h"
+#include "tests/gguf_writer/synthetic_model.h"
+
+namespace strata::testing {
+
+struct OpenedModel {
+  std::string path;
+  std::unique_ptr<Pack> pack;
+  std::unique_ptr<Model> model;
+};
+
+// The tiny preset of `arch` (TinyLlama/TinyQwen3Moe/TinyQwen35MoeHParams),
+// changed by `tweak`, packed without a probe into `dir`/NAME.strata.
+Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed = 5,
+                                      const std::function<void(SyntheticModelSpec&)>& tweak = {});
+// Opens a pack that exists.
+Result<OpenedModel> OpenPack(const std::string& path);
+
+}  // namespace strata::testing
