@@ -1,5 +1,5 @@
-// i-quant kernels (IQ4_XS, IQ3_S), AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products.
-// The kernels themselves are in x86_iquant_kernels.h.
+// i-quant kernels (IQ4_XS, IQ3_S), AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products. The
+// kernels themselves are in x86_iquant_kernels.h.
 #define STRATA_KERNEL_NS avx2
 #include "runtime/kernels/x86_iquant_kernels.h"
 

@@ -1,5 +1,5 @@
-// i-quant kernels (IQ4_XS, IQ3_S), AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
-// The kernels themselves are in x86_iquant_kernels.h.
+// i-quant kernels (IQ4_XS, IQ3_S), AVX-512 build: the same code with 32 registers and AVX-512 VNNI
+// (vpdpbusd, vpdpwssd). The kernels themselves are in x86_iquant_kernels.h.
 #define STRATA_KERNEL_NS avx512
 #include "runtime/kernels/x86_iquant_kernels.h"
 
