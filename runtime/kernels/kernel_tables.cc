@@ -22,6 +22,7 @@ constinit const uint32_t* const kIq3XxsGridData = kIq3XxsGrid.data();
 constinit const uint64_t* const kIq2XxsGridData = kIq2XxsGrid.data();
 constinit const uint64_t* const kIq2XsGridData = kIq2XsGrid.data();
 constinit const uint64_t* const kIq2SGridData = kIq2SGrid.data();
+constinit const uint64_t* const kIq1SGridData = kIq1SGrid.data();
 constinit const uint8_t* const kKsignsIq2xsData = kKsignsIq2xs.data();
 
 }  // namespace strata::kernels

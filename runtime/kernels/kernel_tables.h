@@ -23,6 +23,7 @@ extern const uint32_t* const kIq3XxsGridData;
 extern const uint64_t* const kIq2XxsGridData;
 extern const uint64_t* const kIq2XsGridData;
 extern const uint64_t* const kIq2SGridData;
+extern const uint64_t* const kIq1SGridData;  // bytes are int8 -1, 0, +1
 extern const uint8_t* const kKsignsIq2xsData;
 
 }  // namespace strata::kernels

@@ -1,5 +1,6 @@
 #pragma once
-// Grid i-quants against Q8_K activations: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS.
+// Grid i-quants against Q8_K activations: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+// IQ1_S, IQ1_M.
 //
 // Each group of 8 (IQ2) or 4 (IQ3_XXS) elements is one grid entry whose bytes
 // are the magnitudes (iq_grids.h), gathered 8 or 4 entries per 32 elements
@@ -133,6 +134,108 @@ struct Iq3XxsFormat {
                                   _mm256_cvtepu8_epi32(LoadU64(x + 2 + 8 * ib)), 4);
     *neg = BitsToByteMask(SignBytes4(aux));
     *scale = _mm256_set1_epi16(static_cast<int16_t>(2 * (aux >> 28) + 1));
+  }
+};
+
+// IQ1_S / IQ1_M: grid entries of int8 -1, 0, +1 plus a delta of +-1/8 per
+// 32 (IQ1_S) or per 8 elements (IQ1_M). Times 8 the weights are integers,
+// v = 8 * grid + delta in -9..9; entered as u = v + 9 (0..18), the 9 * sum(a)
+// taken from the bsums with the per-16 scales. The 1/8 joins the block
+// scale: d * da / 8 * sum(scale * dot(v, a)), which is ggml's
+// d * da * (sumi + 0.125 * sumi1).
+//
+// Build u for 32 elements from 4 grid indices and 4 delta signs (bit 3 of
+// each of the 4 bytes of `delta_bits` set: delta -1).
+inline __m256i Iq1Codes(__m128i indices, uint32_t delta_bits) {
+  const __m256i grid = _mm256_i32gather_epi64(reinterpret_cast<const long long*>(kIq1SGridData), indices, 8);
+  const __m256i eight_grid = _mm256_sign_epi8(Set1I8(8), grid);  // 8 * grid (grid 0 gives 0)
+  // Delta byte l (+1 or -1) spread over the 8 bytes of group l.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(delta_bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i minus = _mm256_cmpeq_epi8(_mm256_and_si256(spread, Set1I8(8)), Set1I8(8));
+  const __m256i delta = _mm256_or_si256(minus, Set1I8(1));  // -1 where set, else +1
+  return _mm256_add_epi8(_mm256_add_epi8(eight_grid, delta), Set1I8(9));
+}
+
+// Shared structure: per 32-element sub-block the codes and 16 int16 scales
+// (per 16 elements); after the block, subtract 9 * sum_k scale_k * bsums_k.
+template <class F>
+struct Iq1Kernel {
+  static constexpr int kBlockElems = 256, kBlockBytes = F::kBytes, kActBlockBytes = 292;
+  static constexpr bool kHasTail = false;
+  static constexpr int kMatVecRows = 1, kTileRows = 2, kTileCols = 4;
+
+  template <int R, int C>
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
+    STRATA_UNROLL for (int r = 0; r < R; ++r) {
+      const uint8_t* x = w + r * ws;
+      __m256i sumi[C];
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm256_setzero_si256();
+      alignas(32) int16_t scales[16];  // per 16 elements, for the offset below
+      for (int ib = 0; ib < 8; ++ib) {
+        int ls1, ls2;
+        const __m256i u = F::Codes32(x, ib, &ls1, &ls2);
+        scales[2 * ib] = static_cast<int16_t>(ls1);
+        scales[2 * ib + 1] = static_cast<int16_t>(ls2);
+        const __m256i s = ScalePer16(ls1, ls2);
+        STRATA_UNROLL for (int c = 0; c < C; ++c)
+          sumi[c] = MulAddI16(sumi[c], MulPairsU8S8(u, LoadU256(ActQ(a + c * as) + 32 * ib)), s);
+      }
+      const __m256i scales16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(scales));
+      const float d = F::Scale(x) * 0.125f;
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const uint8_t* ac = a + c * as;
+        const __m256i offset = _mm256_mullo_epi32(_mm256_madd_epi16(scales16, ActBsums(ac)), _mm256_set1_epi32(9));
+        acc[r][c] = FinishGrid(acc[r][c], _mm256_sub_epi32(sumi[c], offset), d * ActD(ac));
+      }
+    }
+  }
+};
+
+// IQ1_S: d, qs[32] (index low bytes), qh u16[8]: per 32 elements 4 x 3 index
+// bits, a 3-bit scale (2s + 1) at bit 12 and the delta sign at bit 15.
+struct Iq1SFormat {
+  static constexpr int kBytes = 50;
+  static float Scale(const uint8_t* x) { return LoadHalf(x); }
+  static __m256i Codes32(const uint8_t* x, int ib, int* ls1, int* ls2) {
+    const uint32_t qh = LoadU16(x + 34 + 2 * ib);
+    const __m128i low = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(LoadU32(x + 2 + 4 * ib))));
+    const __m128i high = _mm_slli_epi32(
+        _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(qh)), _mm_setr_epi32(0, 3, 6, 9)),
+                      _mm_set1_epi32(7)),
+        8);
+    *ls1 = *ls2 = static_cast<int>(2 * ((qh >> 12) & 7) + 1);
+    const uint32_t delta_bits = (qh & 0x8000) ? 0x08080808u : 0u;
+    return Iq1Codes(_mm_or_si128(low, high), delta_bits);
+  }
+};
+
+// IQ1_M: qs[32], qh[16] (per 8 elements: 3 index bits and the delta sign at
+// bit 3), scales[8] as four u16 holding 3-bit scales (per 16 elements) and, in
+// their top nibbles, the block's half scale.
+struct Iq1MFormat {
+  static constexpr int kBytes = 56;
+  static float Scale(const uint8_t* x) {
+    const uint64_t sc = LoadU32(x + 48) | static_cast<uint64_t>(LoadU32(x + 52)) << 32;
+    const auto bits = static_cast<uint16_t>(((sc >> 12) & 0x000F) | ((sc >> 24) & 0x00F0) | ((sc >> 36) & 0x0F00) |
+                                            ((sc >> 48) & 0xF000));
+    return _cvtsh_ss(bits);
+  }
+  static __m256i Codes32(const uint8_t* x, int ib, int* ls1, int* ls2) {
+    const uint32_t h = LoadU16(x + 32 + 2 * ib);  // qh[2ib], qh[2ib + 1]
+    const __m128i low = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(LoadU32(x + 4 * ib))));
+    // Group l's nibble of h: index bits 0-2 and the delta sign at bit 3.
+    const __m128i nibbles =
+        _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(h)), _mm_setr_epi32(0, 4, 8, 12)), _mm_set1_epi32(15));
+    const __m128i high = _mm_slli_epi32(_mm_and_si128(nibbles, _mm_set1_epi32(7)), 8);
+    // Nibble l (its bit 3: the delta sign) to byte l.
+    const uint32_t delta_bits = (h & 0x8u) | ((h >> 4) & 0x8u) << 8 | ((h >> 8) & 0x8u) << 16 | ((h >> 12) & 0x8u) << 24;
+    const uint32_t sc = LoadU16(x + 48 + 2 * (ib / 2));
+    const int shift = 6 * (ib % 2);
+    *ls1 = static_cast<int>(2 * ((sc >> shift) & 7) + 1);
+    *ls2 = static_cast<int>(2 * ((sc >> (shift + 3)) & 7) + 1);
+    return Iq1Codes(_mm_or_si128(low, high), delta_bits);
   }
 };
 
