@@ -10,7 +10,8 @@
 // every column inside the kernel and the figure says how far prefill-style
 // products get above the memory roofline.
 //
-// Names: MatMul/<type>/<rows>x<k>/n:<columns>/threads:<t>, MemoryRead/threads:<t>.
+// Names: MatMul/<type>/<rows>x<k>/n:<columns>/threads:<t>, MemoryRead/threads:<t>;
+// MatMulL3/...: the same with 96 MiB of copies, which this host's L3 holds.
 //   ./build/bench/kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // STRATA_ISA=avx2|scalar selects a lower kernel level (the default is the best).
 
@@ -33,30 +34,34 @@
 namespace strata {
 namespace {
 
-constexpr uint64_t kStreamBytes = uint64_t{1} << 30;  // 1 GiB of weight copies
+constexpr uint64_t kStreamBytes = uint64_t{1} << 30;  // 1 GiB of weight copies: from DRAM
+constexpr uint64_t kCacheBytes = uint64_t{96} << 20;  // 96 MiB: stays in this host's 480 MiB L3
 
-// Copies of one random matrix filling ~kStreamBytes; the last one built is
+// Copies of one random matrix filling ~`total` bytes; the last one built is
 // kept, since consecutive benchmarks share a matrix.
 struct WeightStream {
   GgmlType type;
   int64_t rows, k;
+  uint64_t total;
   uint64_t matrix_bytes = 0;
   int copies = 0;
   std::vector<uint8_t> bytes;
 };
 
-const WeightStream& Stream(GgmlType type, int64_t rows, int64_t k) {
+const WeightStream& Stream(GgmlType type, int64_t rows, int64_t k, uint64_t total) {
   static std::unique_ptr<WeightStream> cached;
-  if (cached && cached->type == type && cached->rows == rows && cached->k == k) return *cached;
+  if (cached && cached->type == type && cached->rows == rows && cached->k == k && cached->total == total)
+    return *cached;
   cached.reset();  // free the previous one first
   auto s = std::make_unique<WeightStream>();
   s->type = type;
   s->rows = rows;
   s->k = k;
+  s->total = total;
   std::mt19937_64 rng(1);
   const std::vector<uint8_t> one = testing::RandomMatrix(type, rows, k, rng);
   s->matrix_bytes = one.size();
-  s->copies = static_cast<int>(std::max<uint64_t>(2, kStreamBytes / one.size()));
+  s->copies = static_cast<int>(std::max<uint64_t>(2, total / one.size()));
   s->bytes.resize(one.size() * static_cast<uint64_t>(s->copies));
   for (int c = 0; c < s->copies; ++c) std::memcpy(s->bytes.data() + c * one.size(), one.data(), one.size());
   cached = std::move(s);
@@ -77,8 +82,9 @@ FastBackend& Backend(int threads) {
   return *b;
 }
 
-void BM_MatMul(benchmark::State& state, GgmlType type, int64_t rows, int64_t k, int64_t n, int threads) {
-  const WeightStream& s = Stream(type, rows, k);
+void BM_MatMul(benchmark::State& state, GgmlType type, int64_t rows, int64_t k, int64_t n, int threads,
+               uint64_t total) {
+  const WeightStream& s = Stream(type, rows, k, total);
   FastBackend& backend = Backend(threads);
   std::mt19937_64 rng(2);
   const std::vector<float> x = testing::RandomActivations(n, k, rng);
@@ -167,10 +173,21 @@ int main(int argc, char** argv) {
         for (int threads : {1, 2}) {
           const std::string name = "MatMul/" + std::string(strata::TypeName(type)) + "/" + s.name +
                                    "/n:" + std::to_string(n) + "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), strata::BM_MatMul, type, s.rows, s.k, n, threads)
+          benchmark::RegisterBenchmark(name.c_str(), strata::BM_MatMul, type, s.rows, s.k, n, threads,
+                                       strata::kStreamBytes)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
+  // Decode with the weights in L3: the kernels' own rate when memory is not
+  // the limit (llama.cpp's 2-core decode is compute-bound, peer-bench.md).
+  for (GgmlType type : types)
+    for (int threads : {1, 2}) {
+      const std::string name =
+          "MatMulL3/" + std::string(strata::TypeName(type)) + "/768x2048/n:1/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), strata::BM_MatMul, type, 768, 2048, 1, threads, strata::kCacheBytes)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

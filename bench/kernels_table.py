@@ -5,8 +5,11 @@ and threads, and the memory read rate.
 
   ./build/bench/kernels_bench --benchmark_repetitions=5 \
       --benchmark_report_aggregates_only=true \
-      --benchmark_out=kernels.json --benchmark_out_format=json
-  python3 bench/kernels_table.py kernels.json
+      --benchmark_out=pass1.json --benchmark_out_format=json
+  python3 bench/kernels_table.py pass1.json [pass2.json ...]
+
+With several passes, each cell is the best of the passes' medians: other
+jobs on a shared machine only ever slow a pass down.
 """
 import json
 import re
@@ -14,20 +17,17 @@ import sys
 from collections import defaultdict
 
 
-def main(path):
-    data = json.load(open(path))
+def main(paths):
     medians = {}
-    spread = {}
-    for b in data["benchmarks"]:
-        name = b.get("run_name", b["name"])
-        agg = b.get("aggregate_name")
-        gbs = b.get("bytes_per_second", 0.0) / 1e9
-        if agg == "median":
-            medians[name] = gbs
-        elif agg == "stddev":
-            spread[name] = gbs
-        elif agg is None:  # a run without repetitions
-            medians.setdefault(name, gbs)
+    for path in paths:
+        data = json.load(open(path))
+        for b in data["benchmarks"]:
+            name = b.get("run_name", b["name"])
+            agg = b.get("aggregate_name")
+            if agg not in ("median", None):
+                continue
+            gbs = b.get("bytes_per_second", 0.0) / 1e9
+            medians[name] = max(medians.get(name, 0.0), gbs)
     print("| memory read | GB/s |")
     print("|---|---:|")
     for name, v in medians.items():
@@ -37,10 +37,12 @@ def main(path):
     table = defaultdict(dict)
     columns = set()
     for name, v in medians.items():
-        m = re.match(r"MatMul/([^/]+)/([^/]+)/n:(\d+)/threads:(\d+)", name)
+        m = re.match(r"MatMul(L3)?/([^/]+)/([^/]+)/n:(\d+)/threads:(\d+)", name)
         if not m:
             continue
-        typ, shape, n, t = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        typ, shape, n, t = m.group(2), m.group(3), int(m.group(4)), int(m.group(5))
+        if m.group(1):
+            shape += " (L3)"
         col = (shape, n, t)
         columns.add(col)
         table[typ][col] = v
@@ -54,4 +56,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

@@ -139,17 +139,17 @@ TEST(FastBackend, ReportsKernelsAndSlowTypes) {
     const FastBackend::KernelChoice i8 = fast->Choice(GgmlType::kI8);
     EXPECT_FALSE(i8.supported);
 
-    const GgmlType pack_types[] = {GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF32, GgmlType::kIQ2_XXS,
-                                   GgmlType::kIQ2_XXS};
+    const GgmlType pack_types[] = {GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF32, GgmlType::kTQ1_0,
+                                   GgmlType::kTQ1_0};
     const std::vector<GgmlType> slow = fast->SlowTypes(pack_types);
     if (isa == IsaLevel::kScalar) {
       EXPECT_EQ(slow.size(), 4u);
     } else {
-      ASSERT_EQ(slow.size(), 1u);  // no IQ2_XXS kernel; listed once
-      EXPECT_EQ(slow[0], GgmlType::kIQ2_XXS);
+      ASSERT_EQ(slow.size(), 1u);  // no TQ1_0 kernel; listed once
+      EXPECT_EQ(slow[0], GgmlType::kTQ1_0);
     }
     const std::string text = fast->Describe(pack_types);
-    EXPECT_NE(text.find("IQ2_XXS"), std::string::npos);
+    EXPECT_NE(text.find("TQ1_0"), std::string::npos);
     EXPECT_NE(text.find("SLOW"), std::string::npos);
     EXPECT_EQ(fast->Report().size(), 28u);
     EXPECT_NE(fast->name().find(std::string(IsaName(isa))), std::string::npos);

@@ -1,5 +1,5 @@
-// F32 / F16 / BF16 kernels, AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products.
-// The kernels themselves are in x86_float_kernels.h.
+// F32 / F16 / BF16 kernels, AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products. The kernels
+// themselves are in x86_float_kernels.h.
 #define STRATA_KERNEL_NS avx2
 #include "runtime/kernels/x86_float_kernels.h"
 

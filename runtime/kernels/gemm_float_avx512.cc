@@ -1,5 +1,5 @@
-// F32 / F16 / BF16 kernels, AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
-// The kernels themselves are in x86_float_kernels.h.
+// F32 / F16 / BF16 kernels, AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd,
+// vpdpwssd). The kernels themselves are in x86_float_kernels.h.
 #define STRATA_KERNEL_NS avx512
 #include "runtime/kernels/x86_float_kernels.h"
 

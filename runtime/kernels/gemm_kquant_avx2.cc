@@ -1,5 +1,5 @@
-// K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and the ternary TQ2_0), AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products.
-// The kernels themselves are in x86_kquant_kernels.h.
+// K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and the ternary TQ2_0), AVX2 build: 256-bit vectors,
+// pmaddubsw/pmaddwd products. The kernels themselves are in x86_kquant_kernels.h.
 #define STRATA_KERNEL_NS avx2
 #include "runtime/kernels/x86_kquant_kernels.h"
 

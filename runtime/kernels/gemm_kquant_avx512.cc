@@ -1,6 +1,6 @@
-// K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and the ternary TQ2_0), AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
-// The kernels themselves are in x86_kquant_kernels.h; Q4_K, Q5_K and Q6_K use the
-// 512-bit ones of x86_zmm_kernels.h.
+// K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and the ternary TQ2_0), AVX-512 build: the same code
+// with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd). The kernels themselves are in
+// x86_kquant_kernels.h; Q4_K, Q5_K and Q6_K use the 512-bit ones of x86_zmm_kernels.h.
 #define STRATA_KERNEL_NS avx512
 #include "runtime/kernels/x86_kquant_kernels.h"
 #include "runtime/kernels/x86_zmm_kernels.h"

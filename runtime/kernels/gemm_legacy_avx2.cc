@@ -1,5 +1,6 @@
-// 32/64/128-element block kernels (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; Q4_1, Q5_1), AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products.
-// The kernels themselves are in x86_legacy_kernels.h.
+// 32/64/128-element block kernels (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; Q4_1, Q5_1),
+// AVX2 build: 256-bit vectors, pmaddubsw/pmaddwd products. The kernels themselves are in
+// x86_legacy_kernels.h.
 #define STRATA_KERNEL_NS avx2
 #include "runtime/kernels/x86_legacy_kernels.h"
 

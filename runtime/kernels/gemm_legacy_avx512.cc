@@ -1,6 +1,6 @@
-// 32/64/128-element block kernels (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; Q4_1, Q5_1), AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd).
-// The kernels themselves are in x86_legacy_kernels.h; Q8_0 uses the 512-bit one
-// of x86_zmm_kernels.h.
+// 32/64/128-element block kernels (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; Q4_1, Q5_1),
+// AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd). The kernels
+// themselves are in x86_legacy_kernels.h; Q8_0 uses the 512-bit one of x86_zmm_kernels.h.
 #define STRATA_KERNEL_NS avx512
 #include "runtime/kernels/x86_legacy_kernels.h"
 #include "runtime/kernels/x86_zmm_kernels.h"

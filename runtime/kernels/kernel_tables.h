@@ -17,7 +17,13 @@ struct FloatTable256 {
 extern const FloatTable256 kE8M0HalfToFloat;  // E8M0ToFp32Half(e) (MXFP4 block scales)
 extern const FloatTable256 kUe4m3ToFloat;     // Ue4m3ToFp32(x) (NVFP4 sub-block scales)
 
-// The i-quant grid of IQ3_S (iq_grids.h), as a plain pointer.
+// The i-quant grids and sign patterns (iq_grids.h), as plain pointers.
 extern const uint32_t* const kIq3SGridData;
+extern const uint32_t* const kIq3XxsGridData;
+extern const uint64_t* const kIq2XxsGridData;
+extern const uint64_t* const kIq2XsGridData;
+extern const uint64_t* const kIq2SGridData;
+extern const uint64_t* const kIq1SGridData;  // bytes are int8 -1, 0, +1
+extern const uint8_t* const kKsignsIq2xsData;
 
 }  // namespace strata::kernels

@@ -1,8 +1,10 @@
 #pragma once
-// Weights in 32/64-element blocks against Q8_0 activations (half d, int8
-// q[32]): Q8_0, Q4_0, IQ4_NL, MXFP4, NVFP4, Q2_0.
+// Weights in 32/64/128-element blocks against Q8_0 activations (half d, int8
+// q[32]): Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; and Q4_1, Q5_1
+// against Q8_1 (the same plus s = d * sum q).
 //
-// Per 32-element block: the 32 weight codes become 32 signed bytes w, the
+// Per 32-element block: the 32 weight codes become 32 bytes (signed values,
+// or unsigned codes value + offset whose offset * sum(a) is subtracted), the
 // integer dot with the activation bytes is formed four products per int32
 // lane, and the block adds float(lane sums) * (weight scale * activation
 // scale) into float lanes. The integer part is exact, as in ggml's
