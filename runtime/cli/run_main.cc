@@ -206,6 +206,19 @@ int Main(int argc, char** argv) {
 
   auto model = Model::Create(**pack);
   if (!model.ok()) return Fail(model.status());
+  {
+    // Decode copies: chosen before the backend, whose notes then describe the bytes that run.
+    auto policy = ParseDecodeCopyPolicy(o.decode_copies);
+    if (!policy.ok()) return Fail(policy.status());
+    Result<IsaLevel> isa = o.reference ? Result<IsaLevel>(IsaLevel::kScalar) : SelectIsa();
+    if (!isa.ok()) return Fail(isa.status());
+    // The reference path computes every type the same way: auto keeps the native bytes there.
+    const DecodeCopyPolicy use = o.reference && *policy == DecodeCopyPolicy::kAuto ? DecodeCopyPolicy::kNative : *policy;
+    const size_t switched = model->UseDecodeCopies(use, *isa);
+    if (switched > 0)
+      std::fprintf(stderr, "strata-run: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", switched,
+                   o.decode_copies.c_str());
+  }
   auto backend = MakeBackend(*model, o.reference ? BackendKind::kReference : BackendKind::kFast, o.threads);
   if (!backend.ok()) return Fail(backend.status());
   for (const std::string& note : (*backend)->Notes()) std::fprintf(stderr, "strata-run: %s\n", note.c_str());

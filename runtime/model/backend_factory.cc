@@ -4,6 +4,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/model/fast_backend.h"
+#include "runtime/model/kernel_coverage.h"
 
 namespace strata {
 namespace {
@@ -34,7 +35,7 @@ Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKi
   // Which weight types this model multiplies, and which of them have no SIMD kernel.
   std::set<GgmlType> types;
   auto add = [&](const TensorView* t) {
-    if (t && t->rank >= 2) types.insert(t->type);
+    if (t && IsMultipliedOnCpu(t->role, t->rank, model.hp().tied_output)) types.insert(t->type);
   };
   for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {
     add(model.Get(static_cast<TensorRole>(r)));
