@@ -529,9 +529,9 @@ TEST(PackCli, JsonDryRunAndExitCodes) {
   ASSERT_EQ(v.exit_code, 0) << v.out;
   auto vj = nlohmann::json::parse(v.out);
   EXPECT_TRUE(vj["ok"].get<bool>());
-  EXPECT_EQ(vj["checks"].size(), 6u);
-  EXPECT_EQ(vj["checks"][5]["name"], "probe-replay");
-  EXPECT_TRUE(vj["checks"][5]["ok"].get<bool>());
+  EXPECT_EQ(vj["checks"].size(), 8u);
+  EXPECT_EQ(vj["checks"][7]["name"], "probe-replay");
+  EXPECT_TRUE(vj["checks"][7]["ok"].get<bool>());
   auto none = testing::RunProgram("strata-pack", {in});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_THAT(none.err, HasSubstr("no output"));
