@@ -131,7 +131,9 @@ std::string ExpertProfileSvg(const ExpertProfile& profile, const std::string& ti
       const double y = top + lh * (1.0 - uniform / vmax);
       s += StrFormat("<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#d62728\" stroke-width=\"2\"/>\n",
                      legend_x - 4, y, legend_x + 20, y);
-      s += StrFormat("<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\">uniform</text>\n", legend_x + 22, y + 4);
+      // Kept clear of the "0%" label at the bottom of the scale.
+      s += StrFormat("<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\">uniform</text>\n", legend_x + 22,
+                     std::min(y + 4, top + lh - 14));
     }
   }
   s += StrFormat("<text x=\"%.2f\" y=\"%.2f\">share of</text>\n", legend_x, top + lh + 18);
