@@ -164,9 +164,10 @@ int Main(int argc, char** argv) {
       }
       for (int64_t n : columns) {
         const Rate a = Measure(native, **be, n, seconds), b = Measure(copies, **be, n, seconds);
-        std::printf("| %s | %s | %lld | %lld | %.1f | %.2f | %.1f | %.2f | %.2fx |\n", std::string(TypeName(type)).c_str(),
-                    (*be)->Choice(type).kernel.c_str(), static_cast<long long>(n), static_cast<long long>(t),
-                    a.steps_per_s, a.gb_per_s, b.steps_per_s, b.gb_per_s, b.steps_per_s / a.steps_per_s);
+        std::printf("| %s | %s | %lld | %lld | %.1f | %.2f | %.1f | %.2f | %.2fx |\n",
+                    std::string(TypeName(type)).c_str(), (*be)->Choice(type).kernel.c_str(),
+                    static_cast<long long>(n), static_cast<long long>(t), a.steps_per_s, a.gb_per_s,
+                    b.steps_per_s, b.gb_per_s, b.steps_per_s / a.steps_per_s);
         std::fflush(stdout);
       }
     }

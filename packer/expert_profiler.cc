@@ -143,7 +143,8 @@ Result<ProfileRun> MeasureExpertProfile(const Model& model, const tokenizer::Tok
       kept += keep[i];
       remainder.emplace_back(scaled % run.corpus_tokens, i);
     }
-    std::stable_sort(remainder.begin(), remainder.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(remainder.begin(), remainder.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t k = 0; kept < options.max_tokens && k < remainder.size(); ++k)
       if (keep[remainder[k].second] < docs[remainder[k].second].size()) ++keep[remainder[k].second], ++kept;
     for (size_t i = 0; i < docs.size(); ++i) docs[i].resize(static_cast<size_t>(keep[i]));

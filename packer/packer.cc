@@ -13,8 +13,8 @@
 #include "packer/planned_views.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/base/strings.h"
-#include "runtime/model/backend.h"
 #include "runtime/kernels/thread_pool.h"
+#include "runtime/model/backend.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/probe.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -257,7 +257,8 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
     if (progress) progress(prog);
     const auto cols = static_cast<int64_t>(p.shape[0]);
     const uint64_t copy_row_bytes = static_cast<uint64_t>(cols) / 32 * 34;
-    STRATA_ASSIGN_OR_RETURN(BlobInfo ci, WriteDecodeCopy(w, p.type, model.TensorData(*p.source), p.row_bytes, cols, *pool));
+    STRATA_ASSIGN_OR_RETURN(BlobInfo ci,
+                            WriteDecodeCopy(w, p.type, model.TensorData(*p.source), p.row_bytes, cols, *pool));
     blobs.push_back(fb::CreateBlob(b, ci.offset, ci.size, ci.xxh3));
     add_tensor(copy_name, p, GgmlType::kQ8_0, copy_row_bytes, p.expert_count ? copy_row_bytes * p.shape[1] : 0, -1,
                true);

@@ -213,7 +213,8 @@ int Main(int argc, char** argv) {
     Result<IsaLevel> isa = o.reference ? Result<IsaLevel>(IsaLevel::kScalar) : SelectIsa();
     if (!isa.ok()) return Fail(isa.status());
     // The reference path computes every type the same way: auto keeps the native bytes there.
-    const DecodeCopyPolicy use = o.reference && *policy == DecodeCopyPolicy::kAuto ? DecodeCopyPolicy::kNative : *policy;
+    const DecodeCopyPolicy use =
+        o.reference && *policy == DecodeCopyPolicy::kAuto ? DecodeCopyPolicy::kNative : *policy;
     const size_t switched = model->UseDecodeCopies(use, *isa);
     if (switched > 0)
       std::fprintf(stderr, "strata-run: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", switched,
