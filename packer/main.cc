@@ -64,8 +64,22 @@ int Main(int argc, char** argv) {
   app.add_flag("--allow-unsafe-fixes", o.allow_unsafe_fixes,
                "apply fixes that are not provably safe (e.g. an f64 that f32 cannot hold exactly)");
   app.add_flag("--drop-unknown-tensors", o.drop_unknown_tensors, "leave out tensors the architecture does not use");
-  bool no_compress = false, no_probe = false;
+  bool no_compress = false, no_probe = false, no_profile = false;
+  std::string decode_copies = "none";
   app.add_flag("--no-probe", no_probe, "do not record a probe (reference-path logits strata-validate replays)");
+  app.add_option("--calibration", o.calibration,
+                 "text to measure the expert profile on (default: the built-in corpus of prose, code, chat and "
+                 "several languages); lines reading <<<strata:document>>> separate documents");
+  app.add_flag("--no-profile", no_profile, "do not measure an expert profile (MoE models)");
+  app.add_option("--profile-tokens", o.profile_tokens,
+                 "run at most this many calibration tokens (default 4096; documents are cut proportionally)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
+  app.add_option("--decode-copies", decode_copies,
+                 "q8_0: also write Q8_0 copies of the routed experts and of every matrix without a fast CPU kernel "
+                 "(strata-run reads them where they are faster); none (default)")
+      ->check(CLI::IsMember({"none", "q8_0", "Q8_0"}));
+  app.add_option("-t,--threads", o.threads, "threads for the profile and decode copies (default: all cores)")
+      ->check(CLI::Range(0, 1024));
   app.add_flag("--no-compress-tokenizer", no_compress, "store tokenizer sections uncompressed");
   try {
     app.parse(argc, argv);
@@ -82,6 +96,8 @@ int Main(int argc, char** argv) {
   }
   o.compress_tokenizer = !no_compress;
   o.probe = !no_probe;
+  o.profile = !no_profile;
+  o.decode_copies = decode_copies == "none" ? DecodeCopyType::kNone : DecodeCopyType::kQ8_0;
   for (const std::string& s : sets) {
     size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {

@@ -1,11 +1,15 @@
 #pragma once
 // Options of strata-pack that change what is written.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace strata {
+
+// --decode-copies: which decode copies to write (docs/experts.md).
+enum class DecodeCopyType : uint8_t { kNone = 0, kQ8_0 = 1 };
 
 struct PackOptions {
   std::string output;
@@ -16,6 +20,10 @@ struct PackOptions {
   std::vector<std::pair<std::string, std::string>> overrides;
   bool compress_tokenizer = true;     // zstd-compress large tokenizer sections
   bool probe = true;                  // record a probe (reference-path logits) for strata-validate to replay
+  bool profile = true;                // --no-profile: do not measure an expert profile (MoE models)
+  std::string calibration;            // --calibration FILE: the profile's corpus (empty: the built-in one)
+  uint64_t profile_tokens = 4096;     // --profile-tokens: at most this many corpus tokens are run
+  DecodeCopyType decode_copies = DecodeCopyType::kNone;  // --decode-copies q8_0
   int threads = 0;                    // 0: all cores
 
   // The options that change the pack's bytes, as recorded in its provenance.

@@ -7,10 +7,13 @@
 #include <filesystem>
 #include <optional>
 
+#include "packer/decode_copies.h"
 #include "packer/hparams_import.h"
 #include "packer/pack_writer.h"
+#include "packer/planned_views.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/base/strings.h"
+#include "runtime/kernels/thread_pool.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/probe.h"
@@ -86,36 +89,7 @@ std::string BaseName(const std::string& p) { return std::filesystem::path(p).fil
 
 // The probe record: the reference path run on the planned tensors (which
 // are the bytes the pack will hold) before the pack is written.
-Result<ProbeData> ComputeProbe(const gguf::GgufModel& model, const PackResult& r) {
-  std::vector<TensorView> views;
-  std::vector<std::vector<float>> widened;
-  widened.reserve(r.plan.size());
-  for (const PlannedTensor& p : r.plan) {
-    TensorView v;
-    v.name = p.name;
-    v.role = p.role;
-    v.layer = p.layer;
-    v.type = p.type;
-    v.rank = static_cast<uint32_t>(p.shape.size());
-    for (size_t d = 0; d < p.shape.size(); ++d) v.shape[d] = p.shape[d];
-    v.row_bytes = p.row_bytes;
-    v.expert_count = p.expert_count;
-    v.expert_stride = p.expert_stride;
-    std::span<const uint8_t> src = model.TensorData(*p.source);
-    if (p.transform == TensorTransform::kWidenToF32) {
-      std::vector<float>& w = widened.emplace_back(src.size() / 2);
-      for (size_t i = 0; i < w.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, src.data() + 2 * i, 2);
-        w[i] = p.source->type == GgmlType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
-      }
-      v.data = {reinterpret_cast<const uint8_t*>(w.data()), w.size() * sizeof(float)};
-    } else {
-      v.data = src;
-    }
-    views.push_back(v);
-  }
-  STRATA_ASSIGN_OR_RETURN(Model m, Model::FromTensors(r.arch, r.hparams, views, "probe"));
+Result<ProbeData> ComputeProbe(const Model& m, const PackResult& r) {
   STRATA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::Create(r.vocab));
   ReferenceBackend reference;
   FastBackend::Options ko;
@@ -123,6 +97,19 @@ Result<ProbeData> ComputeProbe(const gguf::GgufModel& model, const PackResult& r
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> kernels, FastBackend::Create(ko));
   return RecordProbe(m, reference, *kernels, ProbePrompt(tok, r.hparams.n_vocab), 8);
 }
+
+flatbuffers::Offset<fb::ExpertProfile> BuildProfile(flatbuffers::FlatBufferBuilder& b, const ExpertProfile& p) {
+  std::vector<flatbuffers::Offset<fb::LayerProfile>> layers;
+  for (const LayerExpertProfile& l : p.layers)
+    layers.push_back(fb::CreateLayerProfile(b, b.CreateVector(l.counts), b.CreateVector(l.mass),
+                                            b.CreateVector(l.ranking)));
+  auto name = b.CreateString(p.corpus_name);
+  auto layers_vec = b.CreateVector(layers);
+  auto isa = b.CreateString(p.isa);
+  return fb::CreateExpertProfile(b, name, p.corpus_xxh3, p.n_tokens, layers_vec, isa);
+}
+
+bool HasRoutedExperts(Arch arch) { return arch == Arch::kQwen3Moe || arch == Arch::kQwen35Moe; }
 
 }  // namespace
 
@@ -133,6 +120,11 @@ std::vector<std::string> PackOptions::Recorded() const {
   for (const auto& [k, v] : overrides) r.push_back("--set " + k + "=" + v);
   if (!compress_tokenizer) r.push_back("--no-compress-tokenizer");
   if (!probe) r.push_back("--no-probe");
+  if (!profile) r.push_back("--no-profile");
+  if (profile && !calibration.empty()) r.push_back("--calibration " + BaseName(calibration));
+  if (profile && profile_tokens != PackOptions{}.profile_tokens)
+    r.push_back("--profile-tokens " + std::to_string(profile_tokens));
+  if (decode_copies == DecodeCopyType::kQ8_0) r.push_back("--decode-copies q8_0");
   return r;
 }
 
@@ -183,41 +175,95 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   // 3. Tensors.
   r.plan = PlanTensors(model, r.arch, &r.hparams, options, &r.log);
   for (const auto& p : r.plan) r.weight_bytes += p.bytes;
+  if (r.log.refused()) return r;
+
+  // 4. Kernel coverage and decode copies.
+  DecodeCopyPlan copies;
+  if (r.arch != Arch::kVocabOnly) {
+    copies = PlanDecodeCopies(r.plan, r.hparams, options, &r.log);
+    r.decode_copies = copies.count;
+    r.decode_copy_bytes = copies.bytes;
+  }
   if (r.log.refused() || options.dry_run) return r;
 
-  // 4. The probe, then write.
-  std::optional<ProbeData> probe;
-  if (options.probe && r.arch != Arch::kVocabOnly) {
-    STRATA_ASSIGN_OR_RETURN(probe, ComputeProbe(model, r));
+  // 5. The probe and the expert profile, run on the planned tensors; then write.
+  std::optional<CalibrationCorpus> corpus;
+  const bool want_profile = options.profile && HasRoutedExperts(r.arch) && r.hparams.n_expert > 0;
+  if (want_profile) {
+    if (options.calibration.empty()) {
+      corpus = DefaultCalibrationCorpus();
+    } else {
+      STRATA_ASSIGN_OR_RETURN(corpus, LoadCalibrationCorpus(options.calibration));
+    }
   }
+  std::optional<ProbeData> probe;
+  if (r.arch != Arch::kVocabOnly && (options.probe || want_profile)) {
+    std::unique_ptr<PlannedViews> views = ViewPlannedTensors(model, r.plan);
+    STRATA_ASSIGN_OR_RETURN(Model m, Model::FromTensors(r.arch, r.hparams, views->views, "the planned tensors"));
+    if (options.probe) {
+      STRATA_ASSIGN_OR_RETURN(probe, ComputeProbe(m, r));
+    }
+    if (want_profile) {
+      STRATA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::Create(r.vocab));
+      ProfileOptions po;
+      po.max_tokens = options.profile_tokens;
+      po.threads = options.threads;
+      STRATA_ASSIGN_OR_RETURN(r.profile, MeasureExpertProfile(m, tok, *corpus, po));
+    }
+  }
+  std::optional<ThreadPool> pool;
+  if (copies.count > 0) pool.emplace(options.threads);
   STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output));
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::vector<flatbuffers::Offset<fb::Blob>> blobs;
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   PackProgress prog;
-  prog.bytes_total = r.weight_bytes;
-  prog.tensors_total = r.plan.size();
+  prog.bytes_total = r.weight_bytes + copies.bytes;
+  prog.tensors_total = r.plan.size() + copies.count;
+  // Tensor i of the manifest uses blob i; a decode copy follows its tensor.
+  auto add_tensor = [&](const std::string& name, const PlannedTensor& p, GgmlType type, uint64_t row_bytes,
+                        uint64_t expert_stride, int32_t decode_copy, bool is_copy) {
+    auto name_off = b.CreateString(name);
+    auto shape = b.CreateVector(p.shape);
+    fb::TensorBuilder tb(b);
+    tb.add_name(name_off);
+    tb.add_role(static_cast<uint16_t>(p.role));
+    tb.add_layer(p.layer);
+    tb.add_type(static_cast<uint32_t>(type));
+    tb.add_shape(shape);
+    tb.add_blob(static_cast<uint32_t>(tensors.size()));
+    tb.add_row_bytes(row_bytes);
+    tb.add_expert_count(p.expert_count);
+    tb.add_expert_stride(expert_stride);
+    tb.add_decode_copy(decode_copy);
+    tb.add_is_decode_copy(is_copy);
+    tensors.push_back(tb.Finish());
+  };
   for (size_t i = 0; i < r.plan.size(); ++i) {
     const PlannedTensor& p = r.plan[i];
     prog.current = p.name;
     if (progress) progress(prog);
     STRATA_ASSIGN_OR_RETURN(BlobInfo bi, WriteTensor(w, model, p));
     blobs.push_back(fb::CreateBlob(b, bi.offset, bi.size, bi.xxh3));
-    auto name = b.CreateString(p.name);
-    auto shape = b.CreateVector(p.shape);
-    fb::TensorBuilder tb(b);
-    tb.add_name(name);
-    tb.add_role(static_cast<uint16_t>(p.role));
-    tb.add_layer(p.layer);
-    tb.add_type(static_cast<uint32_t>(p.type));
-    tb.add_shape(shape);
-    tb.add_blob(static_cast<uint32_t>(i));
-    tb.add_row_bytes(p.row_bytes);
-    tb.add_expert_count(p.expert_count);
-    tb.add_expert_stride(p.expert_stride);
-    tensors.push_back(tb.Finish());
+    const bool copy = copies.copy[i];
+    add_tensor(p.name, p, p.type, p.row_bytes, p.expert_stride, copy ? static_cast<int32_t>(tensors.size() + 1) : -1,
+               false);
     prog.bytes_done += p.bytes;
-    prog.tensors_done = i + 1;
+    ++prog.tensors_done;
+    if (!copy) continue;
+    // The Q8_0 decode copy, right after its tensor.
+    const std::string copy_name = p.name + kDecodeCopySuffix;
+    prog.current = copy_name;
+    if (progress) progress(prog);
+    const auto cols = static_cast<int64_t>(p.shape[0]);
+    const uint64_t copy_row_bytes = static_cast<uint64_t>(cols) / 32 * 34;
+    STRATA_ASSIGN_OR_RETURN(BlobInfo ci,
+                            WriteDecodeCopy(w, p.type, model.TensorData(*p.source), p.row_bytes, cols, *pool));
+    blobs.push_back(fb::CreateBlob(b, ci.offset, ci.size, ci.xxh3));
+    add_tensor(copy_name, p, GgmlType::kQ8_0, copy_row_bytes, p.expert_count ? copy_row_bytes * p.shape[1] : 0, -1,
+               true);
+    prog.bytes_done += ci.size;
+    ++prog.tensors_done;
   }
   prog.current = "";
   if (progress) progress(prog);
@@ -246,6 +292,8 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   auto fixes_vec = b.CreateVector(fixes);
   flatbuffers::Offset<fb::ProbeRecord> probe_rec;
   if (probe) probe_rec = BuildProbe(b, *probe);
+  flatbuffers::Offset<fb::ExpertProfile> profile_rec;
+  if (r.profile) profile_rec = BuildProfile(b, r.profile->profile);
   fb::ManifestBuilder mb(b);
   mb.add_format_major(pack::kFormatMajor);
   mb.add_format_minor(pack::kFormatMinor);
@@ -258,6 +306,7 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   mb.add_provenance(provenance);
   mb.add_fixes(fixes_vec);
   if (probe) mb.add_probe(probe_rec);
+  if (r.profile) mb.add_expert_profile(profile_rec);
   fb::FinishManifestBuffer(b, mb.Finish());
   STRATA_RETURN_IF_ERROR(w.Finish({b.GetBufferPointer(), b.GetSize()}));
   r.pack_bytes = w.bytes_written();

@@ -4,15 +4,21 @@
 //   1. identify the architecture (or a vocab-only file);
 //   2. import the tokenizer and the hyperparameters (fixes recorded);
 //   3. match every tensor against the architecture spec (fixes recorded);
-//   4. unless refused or a dry run, write blobs and the manifest through a
-//      temporary file renamed into place only when complete.
+//   4. check kernel coverage and decide the Q8_0 decode copies
+//      (packer/decode_copies.h);
+//   5. unless refused or a dry run: record the probe, measure the expert
+//      profile (packer/expert_profiler.h), and write blobs (each decode copy
+//      right after its tensor) and the manifest through a temporary file
+//      renamed into place only when complete.
 // The same inputs and options give the same bytes.
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "packer/expert_profiler.h"
 #include "packer/fixes.h"
 #include "packer/gguf/gguf_file.h"
 #include "packer/pack_options.h"
@@ -41,7 +47,10 @@ struct PackResult {
   bool written = false;
   std::string output;
   uint64_t pack_bytes = 0;
-  uint64_t weight_bytes = 0;
+  uint64_t weight_bytes = 0;      // the tensors' own bytes (decode copies not included)
+  size_t decode_copies = 0;       // Q8_0 decode copies planned (written unless refused or a dry run)
+  uint64_t decode_copy_bytes = 0;
+  std::optional<ProfileRun> profile;  // the expert profile measured, when one was
   double seconds = 0;
 
   bool ok() const { return !log.refused(); }

@@ -57,6 +57,20 @@ std::string PackReportText(const gguf::GgufModel& m, const PackResult& r, const 
     for (const auto& [t, e] : ByType(r)) out += StrFormat(" %s x%zu", t.c_str(), e.first);
     out += "\n";
   }
+  if (r.decode_copies > 0)
+    out += StrFormat("  copies     %zu Q8_0 decode copies, %s%s\n", r.decode_copies,
+                     HumanBytes(r.decode_copy_bytes).c_str(), r.written ? "" : " (planned)");
+  if (r.profile) {
+    const ProfileRun& p = *r.profile;
+    out += StrFormat("  profile    %" PRIu64 " tokens of corpus '%s' (%zu documents, %zu prompts of <= %u tokens) in "
+                     "%.2f s (%.0f tok/s) on %s; the top 25%% of experts hold %.1f%% of routed mass\n",
+                     p.profile.n_tokens, p.profile.corpus_name.c_str(), p.documents, p.prompts, p.prompt_tokens,
+                     p.seconds, p.seconds > 0 ? static_cast<double>(p.profile.n_tokens) / p.seconds : 0.0,
+                     p.backend.c_str(), 100.0 * OverallTopMassShare(p.profile, 0.25));
+    if (p.corpus_tokens > p.profile.n_tokens)
+      out += StrFormat("             (the corpus has %" PRIu64 " tokens; --profile-tokens %" PRIu64 " capped it)\n",
+                       p.corpus_tokens, o.profile_tokens);
+  }
   if (!r.log.fixes.empty()) {
     out += StrFormat("  fixes      %zu applied and recorded in the pack:\n", r.log.fixes.size());
     for (const Fix& f : r.log.fixes)
@@ -111,6 +125,21 @@ nlohmann::json PackReportJson(const gguf::GgufModel& m, const PackResult& r, con
                    {"override", f.override_flag.empty() ? json(nullptr) : json(f.override_flag)}});
   j["refusals"] = ref;
   j["warnings"] = r.log.warnings;
+  j["decode_copies"] = {{"count", r.decode_copies}, {"bytes", r.decode_copy_bytes}};
+  if (r.profile) {
+    const ProfileRun& p = *r.profile;
+    j["expert_profile"] = {{"corpus", p.profile.corpus_name},
+                           {"corpus_xxh3", StrFormat("%016" PRIx64, p.profile.corpus_xxh3)},
+                           {"tokens", p.profile.n_tokens},
+                           {"corpus_tokens", p.corpus_tokens},
+                           {"documents", p.documents},
+                           {"prompts", p.prompts},
+                           {"seconds", p.seconds},
+                           {"backend", p.backend},
+                           {"top25_mass_share", OverallTopMassShare(p.profile, 0.25)}};
+  } else {
+    j["expert_profile"] = nullptr;
+  }
   if (r.written) {
     j["pack_bytes"] = r.pack_bytes;
     j["seconds"] = r.seconds;

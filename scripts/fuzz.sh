@@ -15,6 +15,10 @@ if [[ -x "$BUILD_DIR/packer/strata-pack" && -d "$DATA/conformance" ]]; then
     [[ -f "$BUILD_DIR/fuzz-seeds/packs/$g.strata" ]] ||
       "$BUILD_DIR/packer/strata-pack" "$DATA/conformance/$g.gguf" -o "$BUILD_DIR/fuzz-seeds/packs/$g.strata" >/dev/null
   done
+  # With Q8_0 decode copies and an expert profile (the default) to mutate.
+  [[ -f "$BUILD_DIR/fuzz-seeds/packs/qwen3moe-q2_0-copies.strata" ]] ||
+    "$BUILD_DIR/packer/strata-pack" "$DATA/conformance/qwen3moe-q2_0.gguf" --decode-copies q8_0 \
+      -o "$BUILD_DIR/fuzz-seeds/packs/qwen3moe-q2_0-copies.strata" >/dev/null
 fi
 for bin in "$BUILD_DIR"/tests/*_fuzz; do
   name=$(basename "$bin")

@@ -370,7 +370,12 @@ TEST_F(PlanCli, BadMemoryOptionsAreUsageErrors) {
   EXPECT_EQ(Run({"--plan", "--vram-budget", "1=4G"}).exit_code, 2);  // no device 1
   EXPECT_EQ(Run({"--plan", "--kv-type", "f16"}).exit_code, 3);       // not implemented: unsupported
   EXPECT_EQ(Run({"--plan", "--expert-slots", "4"}).exit_code, 2);    // no device tier
-  EXPECT_EQ(Run({"--plan", "--expert-device", "cpu", "--expert-pinned", "2"}).exit_code, 2);  // no profile
+  EXPECT_EQ(Run({"--plan", "--expert-device", "cpu", "--expert-pinned", "2"}).exit_code, 0);  // the pack's profile
+  // Pinning needs a profile: a pack without one, and no --expert-profile.
+  const std::string bare = *dir_ + "/no-profile.strata";
+  ASSERT_TRUE(testing::RewriteManifest(*pack_, bare, [](fb::ManifestT& m) { m.expert_profile.reset(); }).ok());
+  auto np = testing::RunProgram("strata-run", {bare, "--plan", "--expert-device", "cpu", "--expert-pinned", "2"});
+  EXPECT_EQ(np.exit_code, 2) << np.err;
   EXPECT_EQ(Run({"--plan", "--expert-device", "gpu"}).exit_code, 2);
 }
 

@@ -364,7 +364,8 @@ TEST_F(PackCorruption, NewerMajorVersionIsReportedAsSuch) {
   auto p = OpenBytes(b);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kUnsupported);
-  EXPECT_THAT(p.status().message(), HasSubstr("pack format 2.0 is newer than this build reads"));
+  EXPECT_THAT(p.status().message(), HasSubstr("pack format 2." + std::to_string(pack::kFormatMinor) +
+                                              " is newer than this build reads"));
   auto g = testing::ReadBytes(path_);
   auto q = OpenBytes(g);
   ASSERT_FALSE(q.ok());
@@ -529,9 +530,9 @@ TEST(PackCli, JsonDryRunAndExitCodes) {
   ASSERT_EQ(v.exit_code, 0) << v.out;
   auto vj = nlohmann::json::parse(v.out);
   EXPECT_TRUE(vj["ok"].get<bool>());
-  EXPECT_EQ(vj["checks"].size(), 6u);
-  EXPECT_EQ(vj["checks"][5]["name"], "probe-replay");
-  EXPECT_TRUE(vj["checks"][5]["ok"].get<bool>());
+  EXPECT_EQ(vj["checks"].size(), 8u);
+  EXPECT_EQ(vj["checks"][7]["name"], "probe-replay");
+  EXPECT_TRUE(vj["checks"][7]["ok"].get<bool>());
   auto none = testing::RunProgram("strata-pack", {in});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_THAT(none.err, HasSubstr("no output"));

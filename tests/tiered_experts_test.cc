@@ -14,6 +14,7 @@
 #include "runtime/experts/cpu_expert_device.h"
 #include "runtime/experts/expert_cache.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/pack/expert_profile.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/model/fast_backend.h"
@@ -144,17 +145,28 @@ class WithModel : public ::testing::Test {
 TEST_F(WithModel, HotnessFromThePackProfileAndMalformedProfilesAreRefused) {
   Make(Arch::kQwen3Moe);
   const HParams hp = m_.model->hp();
+  // A profile the pack reader accepts: counts summing to n_tokens x
+  // n_expert_used per layer, mass at most its count, RankExperts' ranking.
   auto with_profile = [&](const std::string& out, const std::function<void(fb::ExpertProfileT&)>& edit) {
     Status s = testing::RewriteManifest(m_.path, out, [&](fb::ManifestT& m) {
       m.expert_profile = std::make_unique<fb::ExpertProfileT>();
       m.expert_profile->corpus_name = "test corpus";
-      m.expert_profile->n_tokens = 100;
+      uint64_t sum = 0;
+      std::vector<uint32_t> counts(hp.n_expert);
+      std::vector<float> mass(hp.n_expert);
+      for (uint32_t e = 0; e < hp.n_expert; ++e) {
+        counts[e] = e == 5 ? 90 : e;
+        mass[e] = static_cast<float>(e) * 0.5f;
+        sum += counts[e];
+      }
+      counts[5] += static_cast<uint32_t>((hp.n_expert_used - sum % hp.n_expert_used) % hp.n_expert_used);
+      sum += (hp.n_expert_used - sum % hp.n_expert_used) % hp.n_expert_used;
+      m.expert_profile->n_tokens = sum / hp.n_expert_used;
       for (uint32_t l = 0; l < hp.n_layer; ++l) {
         auto lp = std::make_unique<fb::LayerProfileT>();
-        for (uint32_t e = 0; e < hp.n_expert; ++e) {
-          lp->counts.push_back(e == 5 ? 90 : e);
-          lp->mass.push_back(static_cast<float>(e));
-        }
+        lp->counts = counts;
+        lp->mass = mass;
+        lp->ranking = RankExperts(counts, mass);
         m.expert_profile->layers.push_back(std::move(lp));
       }
       edit(*m.expert_profile);
@@ -168,54 +180,40 @@ TEST_F(WithModel, HotnessFromThePackProfileAndMalformedProfilesAreRefused) {
     auto h = ExpertHotness::FromPack(*p->pack, hp);
     ASSERT_TRUE(h.ok()) << h.status().message();
     EXPECT_EQ(h->Hottest(1)[0].expert, 5u);
+    EXPECT_GE(h->count(0, 5), 90u);
     EXPECT_THAT(h->source, HasSubstr("test corpus"));
+    EXPECT_EQ(h->tokens, p->pack->manifest().expert_profile()->n_tokens());
   }
-  {  // a ranking alone
-    auto p = with_profile(dir_ + "/rank.strata", [&](fb::ExpertProfileT& prof) {
-      for (auto& lp : prof.layers) {
-        lp->counts.clear();
-        lp->mass.clear();
-        lp->ranking.clear();
-        for (uint32_t r = 0; r < hp.n_expert; ++r) lp->ranking.push_back(static_cast<uint16_t>(hp.n_expert - 1 - r));
-      }
-    });
-    ASSERT_TRUE(p.ok());
-    auto h = ExpertHotness::FromPack(*p->pack, hp);
-    ASSERT_TRUE(h.ok()) << h.status().message();
-    EXPECT_EQ(h->Hottest(1)[0].expert, hp.n_expert - 1);
-  }
+  // Malformed profiles never reach the tiers: the pack reader refuses them at
+  // open (runtime/pack/expert_profile.cc), naming the field.
   struct Bad {
     const char* what;
     std::function<void(fb::ExpertProfileT&)> edit;
     const char* message;
   };
   const Bad bad[] = {
-      {"a layer missing", [](fb::ExpertProfileT& p) { p.layers.pop_back(); }, "expected 3 layers"},
-      {"short counts", [](fb::ExpertProfileT& p) { p.layers[1]->counts.pop_back(); }, "layer 1: expected 8 counts"},
-      {"ranking not a permutation",
-       [](fb::ExpertProfileT& p) {
-         p.layers[2]->counts.clear();
-         p.layers[2]->mass.clear();
-         p.layers[2]->ranking = {0, 1, 2, 3, 4, 5, 6, 6};
-       },
-       "not a permutation"},
-      {"ranking out of range",
-       [](fb::ExpertProfileT& p) {
-         p.layers[0]->counts.clear();
-         p.layers[0]->mass.clear();
-         p.layers[0]->ranking = {0, 1, 2, 3, 4, 5, 6, 900};
-       },
-       "not a permutation"},
+      {"a layer missing", [](fb::ExpertProfileT& p) { p.layers.pop_back(); }, "expert_profile.layers: expected 3"},
+      {"short counts", [](fb::ExpertProfileT& p) { p.layers[1]->counts.pop_back(); },
+       "expert_profile.layers[1].counts: expected 8 entries"},
+      {"ranking not a permutation", [](fb::ExpertProfileT& p) { p.layers[2]->ranking = {0, 1, 2, 3, 4, 5, 6, 6}; },
+       "expected a permutation"},
+      {"ranking out of range", [](fb::ExpertProfileT& p) { p.layers[0]->ranking = {0, 1, 2, 3, 4, 5, 6, 900}; },
+       "expected an expert id below 8"},
+      {"ranking not by count", [](fb::ExpertProfileT& p) { std::swap(p.layers[0]->ranking[0], p.layers[0]->ranking[1]); },
+       "experts by descending count"},
   };
   for (const Bad& b : bad) {
     auto p = with_profile(dir_ + "/bad.strata", b.edit);
-    ASSERT_TRUE(p.ok()) << b.what;
-    auto h = ExpertHotness::FromPack(*p->pack, hp);
-    ASSERT_FALSE(h.ok()) << b.what;
-    EXPECT_EQ(h.status().code(), StatusCode::kDataLoss) << b.what;
-    EXPECT_THAT(h.status().message(), HasSubstr(b.message)) << b.what;
+    ASSERT_FALSE(p.ok()) << b.what;
+    EXPECT_EQ(p.status().code(), StatusCode::kDataLoss) << b.what;
+    EXPECT_THAT(p.status().message(), HasSubstr(b.message)) << b.what;
   }
-  EXPECT_EQ(ExpertHotness::FromPack(*m_.pack, hp).status().code(), StatusCode::kNotFound);
+  // Packs carry a profile by default; one without gives kNotFound.
+  ASSERT_TRUE(
+      testing::RewriteManifest(m_.path, dir_ + "/none.strata", [](fb::ManifestT& m) { m.expert_profile.reset(); }).ok());
+  auto none = testing::OpenPack(dir_ + "/none.strata");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(ExpertHotness::FromPack(*none->pack, hp).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(WithModel, RoutingTraceRecordsPromptsAsTokenByTokenAndRoundTrips) {

@@ -2,6 +2,7 @@
 // GGUF (what strata-pack would fix, and what it would refuse and why).
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "packer/report.h"
 #include "runtime/base/main_guard.h"
 #include "strata/version.h"
+#include "runtime/pack/pack_reader.h"
+#include "validate/profile_svg.h"
 #include "validate/validator.h"
 
 namespace {
@@ -56,6 +59,11 @@ int Main(int argc, char** argv) {
   app.add_flag("--no-checksums", no_checksums, "skip verifying every blob's checksum");
   app.add_option("-t,--threads", o.threads, "threads for checksum verification (default: all cores)")
       ->check(CLI::Range(0, 1024));
+  std::string target = "cpu", svg;
+  app.add_option("--target", target,
+                 "placement whose kernel coverage to check: cpu (default), cuda or hip (this build has no GPU "
+                 "backend: those fail, saying so)");
+  app.add_option("--profile-svg", svg, "draw the pack's expert profile as an SVG heat map to this file");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,10 +75,36 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   o.checksums = !no_checksums;
+  auto placement = ParsePlacement(target);
+  if (!placement.ok()) {
+    std::fprintf(stderr, "strata-validate: --target: %s\n", placement.status().message().c_str());
+    return kExitUsage;
+  }
+  o.target = *placement;
   ValidateReport r = ValidatePack(inputs[0], o);
+  int rc = r.ok() ? kExitOk : kExitError;
+  if (!svg.empty()) {
+    // Drawn from the pack the reader proved sound; a pack without a profile is an error here.
+    auto pack = Pack::Open(inputs[0]);
+    Status s = !pack.ok() ? pack.status()
+               : !(*pack)->expert_profile()
+                   ? FailedPrecondition(inputs[0] + ": the pack has no expert profile to draw (packed with "
+                                                    "--no-profile, or the model has no routed experts)")
+                   : WriteExpertProfileSvg(*(*pack)->expert_profile(),
+                                           "Expert profile of " + std::filesystem::path(inputs[0]).filename().string(),
+                                           svg);
+    if (s.ok()) {
+      r.info["profile_svg"] = svg;
+      if (!json) std::fprintf(stderr, "strata-validate: wrote the expert profile heat map to %s\n", svg.c_str());
+    } else {
+      std::fprintf(stderr, "strata-validate: --profile-svg: %s\n", s.message().c_str());
+      r.info["profile_svg_error"] = s.message();
+      rc = kExitError;
+    }
+  }
   if (json) std::printf("%s\n", ValidateReportJson(r).dump(2).c_str());
   else std::printf("%s", ValidateReportText(r).c_str());
-  return r.ok() ? kExitOk : kExitError;
+  return rc;
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstring>
+#include <map>
 
+#include "packer/decode_copies.h"
 #include "packer/report.h"
 #include "runtime/base/strings.h"
 #include "runtime/model/backend_factory.h"
@@ -31,6 +34,112 @@ CheckResult Skipped(const std::string& name, const std::string& why) {
   c.name = name;
   c.skipped = true;
   c.detail = "skipped: " + why;
+  return c;
+}
+
+std::string NameList(const std::vector<std::string>& names) {
+  std::string s = "'" + names.front() + "'";
+  if (names.size() > 1) s += StrFormat(" and %zu more", names.size() - 1);
+  return s;
+}
+
+// Kernel coverage for the target: every tensor the runtime multiplies has a
+// kernel there (or a Q8_0 decode copy that has one), every row-lookup tensor
+// a dequantizer. On the CPU the build's kernel table at AVX2 (the baseline
+// serving level) decides fast or slow.
+CheckResult CheckKernelCoverage(const Pack& p, Placement target) {
+  CheckResult cov;
+  cov.name = "kernel-coverage";
+  if (!PlacementBuilt(target)) {
+    cov.detail = StrFormat("target %s: this build has no GPU backend (no CUDA or HIP kernels at all), so no tensor can "
+                           "be placed on %s and coverage cannot hold; check --target cpu, or use a build with a %s "
+                           "backend",
+                           std::string(PlacementName(target)).c_str(), std::string(PlacementName(target)).c_str(),
+                           std::string(PlacementName(target)).c_str());
+    cov.problems.push_back(cov.detail);
+    return cov;
+  }
+  const bool tied = p.hparams().tied_output;
+  size_t matrices = 0, fast = 0, via_copy = 0, slow_count = 0;
+  std::map<GgmlType, std::vector<std::string>> slow;
+  for (const TensorView& t : p.tensors()) {
+    if (t.is_decode_copy) continue;
+    if (!IsMultipliedOnCpu(t.role, t.rank, tied)) {
+      if (t.rank >= 2 && !HasDequantizer(t.type) && cov.problems.size() < kMaxProblems)
+        cov.problems.push_back(StrFormat("tensor '%s' has type %s, which this build cannot read (no dequantizer for "
+                                         "its row lookups)",
+                                         std::string(t.name).c_str(), std::string(TypeName(t.type)).c_str()));
+      continue;
+    }
+    ++matrices;
+    const KernelSupport support = CpuKernelSupport(t.type, kBaselineServingIsa);
+    const bool copy = t.decode_copy >= 0;
+    if (support == KernelSupport::kFast) {
+      ++fast;
+    } else if (copy) {
+      ++via_copy;  // strata-run reads the Q8_0 copy by default (DecodeCopyPolicy::kAuto)
+    } else if (support == KernelSupport::kSlow) {
+      ++slow_count;
+      slow[t.type].push_back(std::string(t.name));
+    } else if (cov.problems.size() < kMaxProblems) {
+      cov.problems.push_back(StrFormat("tensor '%s' has type %s, which has no CPU kernel in this build and no decode "
+                                       "copy: the CPU cannot compute it (repack with --decode-copies q8_0)",
+                                       std::string(t.name).c_str(), std::string(TypeName(t.type)).c_str()));
+    }
+  }
+  for (const auto& [type, names] : slow)
+    cov.warnings.push_back(StrFormat(
+        "%s has no fast kernel at %s: %zu matrices (%s) run the scalar reference vec_dot, %s a SIMD kernel on a Q8_0 "
+        "copy (docs/experts.md); repack with --decode-copies q8_0",
+        std::string(TypeName(type)).c_str(), std::string(IsaName(kBaselineServingIsa)).c_str(), names.size(),
+        NameList(names).c_str(), kScalarKernelSlowdown));
+  cov.ok = cov.problems.empty();
+  cov.detail = cov.ok ? StrFormat("target cpu (kernel table at %s): %zu matrices: %zu fast kernel, %zu Q8_0 decode "
+                                  "copy, %zu scalar kernel only",
+                                  std::string(IsaName(kBaselineServingIsa)).c_str(), matrices, fast, via_copy,
+                                  slow_count)
+                      : cov.problems.front();
+  return cov;
+}
+
+// Every decode copy holds its tensor's weights: sampled rows (one per expert
+// of an expert tensor, at least 64 rows of any tensor) are converted again
+// with the reference dequantizer and Q8_0 quantizer and must match byte for
+// byte. The reader already proved the copy's type, shape and owner.
+CheckResult CheckDecodeCopies(const Pack& p) {
+  CheckResult c;
+  c.name = "decode-copies";
+  size_t copies = 0, rows_checked = 0;
+  std::vector<uint8_t> expect;
+  for (const TensorView& t : p.tensors()) {
+    if (t.decode_copy < 0) continue;
+    ++copies;
+    const TensorView& copy = p.tensors()[static_cast<size_t>(t.decode_copy)];
+    const uint64_t rows = t.rows();
+    const auto cols = static_cast<int64_t>(t.shape[0]);
+    std::vector<uint64_t> sample;
+    const uint64_t n_sample = std::min<uint64_t>(rows, std::max<uint64_t>(64, t.expert_count));
+    for (uint64_t i = 0; i < n_sample; ++i)
+      sample.push_back(n_sample == 1 ? 0 : i * (rows - 1) / (n_sample - 1));
+    expect.resize(copy.row_bytes);
+    for (uint64_t r : sample) {
+      MakeDecodeCopyRows(t.type, t.Row(r), t.row_bytes, cols, 1, expect.data());
+      ++rows_checked;
+      if (std::memcmp(expect.data(), copy.Row(r), copy.row_bytes) != 0) {
+        if (c.problems.size() < kMaxProblems)
+          c.problems.push_back(StrFormat("decode copy '%s' row %" PRIu64 " is not the Q8_0 conversion of tensor "
+                                         "'%s' row %" PRIu64 ": the copy does not hold this tensor's weights",
+                                         std::string(copy.name).c_str(), r, std::string(t.name).c_str(), r));
+        break;
+      }
+    }
+  }
+  if (copies == 0) return Skipped("decode-copies", "the pack has no decode copies");
+  c.ok = c.problems.empty();
+  c.detail = c.ok ? StrFormat("%zu Q8_0 decode copies; %zu sampled rows equal the reference conversion of their "
+                              "tensor's rows",
+                              copies, rows_checked)
+                  : c.problems.front();
   return c;
 }
 
@@ -83,7 +192,8 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
     structure.detail = pack.status().message();
     structure.problems.push_back(pack.status().message());
     rep.checks.push_back(structure);
-    for (const char* n : {"checksums", "zero-bytes", "tokenizer", "kernel-coverage", "probe-replay"})
+    for (const char* n :
+         {"checksums", "zero-bytes", "tokenizer", "kernel-coverage", "decode-copies", "expert-profile", "probe-replay"})
       rep.checks.push_back(Skipped(n, "the pack's structure is not sound"));
     return rep;
   }
@@ -168,18 +278,58 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
   tok.seconds = t_tok.Seconds();
   rep.checks.push_back(tok);
 
-  // 5. Kernel coverage on the CPU: every weight type has a path.
-  CheckResult cov;
-  cov.name = "kernel-coverage";
-  for (const auto& t : p.tensors())
-    if (!HasDequantizer(t.type) && cov.problems.size() < kMaxProblems)
-      cov.problems.push_back("tensor '" + std::string(t.name) + "' has type " + std::string(TypeName(t.type)) +
-                             ", which has no CPU kernel in this build");
-  cov.ok = cov.problems.empty();
-  cov.detail = cov.ok ? "every tensor's type has a CPU path" : cov.problems.front();
+  // 5. Kernel coverage on the target.
+  Timer t_cov;
+  CheckResult cov = CheckKernelCoverage(p, options.target);
+  cov.seconds = t_cov.Seconds();
+  rep.info["target"] = std::string(PlacementName(options.target));
   rep.checks.push_back(cov);
 
-  // 6. Probe replay: the packer's reference-path logits, recomputed with this
+  // 6. Decode copies hold their tensors' weights.
+  Timer t_copies;
+  CheckResult copies = CheckDecodeCopies(p);
+  copies.seconds = t_copies.Seconds();
+  rep.checks.push_back(copies);
+
+  // 7. The expert profile (checked by the reader at open): a summary.
+  if (const ExpertProfile* prof = p.expert_profile()) {
+    CheckResult pc;
+    pc.name = "expert-profile";
+    pc.ok = true;
+    pc.detail = StrFormat("corpus '%s', %" PRIu64 " tokens, %zu layers x %u experts (at %s): the top 10%% / 25%% / "
+                          "50%% of each layer's experts hold %.1f%% / %.1f%% / %.1f%% of routed mass",
+                          Printable(prof->corpus_name).c_str(), prof->n_tokens, prof->layers.size(),
+                          p.hparams().n_expert, prof->isa.empty() ? "?" : Printable(prof->isa).c_str(),
+                          100 * OverallTopMassShare(*prof, 0.10), 100 * OverallTopMassShare(*prof, 0.25),
+                          100 * OverallTopMassShare(*prof, 0.50));
+    rep.checks.push_back(pc);
+    nlohmann::json layers = nlohmann::json::array();
+    for (size_t il = 0; il < prof->layers.size(); ++il)
+      layers.push_back({{"layer", il},
+                        {"top10", TopMassShare(prof->layers[il], 0.10)},
+                        {"top25", TopMassShare(prof->layers[il], 0.25)},
+                        {"top50", TopMassShare(prof->layers[il], 0.50)},
+                        {"ranking", prof->layers[il].ranking}});
+    rep.info["expert_profile"] = {
+        {"corpus", prof->corpus_name},
+        {"corpus_xxh3", StrFormat("%016" PRIx64, prof->corpus_xxh3)},
+        {"tokens", prof->n_tokens},
+        {"isa", prof->isa},
+        {"n_expert", p.hparams().n_expert},
+        {"top_counts", {{"top10", TopExpertCount(p.hparams().n_expert, 0.10)},
+                        {"top25", TopExpertCount(p.hparams().n_expert, 0.25)},
+                        {"top50", TopExpertCount(p.hparams().n_expert, 0.50)}}},
+        {"overall", {{"top10", OverallTopMassShare(*prof, 0.10)},
+                     {"top25", OverallTopMassShare(*prof, 0.25)},
+                     {"top50", OverallTopMassShare(*prof, 0.50)}}},
+        {"layers", layers}};
+  } else {
+    rep.checks.push_back(Skipped("expert-profile", p.hparams().n_expert > 0
+                                                       ? "the pack has no expert profile (packed with --no-profile)"
+                                                       : "the model has no routed experts"));
+  }
+
+  // 8. Probe replay: the packer's reference-path logits, recomputed with this
   // machine's fast kernels.
   if (!m.probe()) {
     rep.checks.push_back(Skipped("probe-replay", p.arch() == Arch::kVocabOnly ? "a vocab-only pack has no weights"
@@ -210,6 +360,27 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
   return rep;
 }
 
+std::string ProfileSummaryText(const nlohmann::json& info) {
+  if (!info.contains("expert_profile")) return "";
+  const nlohmann::json& p = info["expert_profile"];
+  const nlohmann::json& k = p["top_counts"];
+  std::string out = StrFormat("  expert profile: share of each layer's routed mass held by its top 10%% / 25%% / 50%% "
+                              "of experts (%u / %u / %u of %u, ranked by count):\n",
+                              k["top10"].get<unsigned>(), k["top25"].get<unsigned>(), k["top50"].get<unsigned>(),
+                              p["n_expert"].get<unsigned>());
+  out += "    layer   top 10%  top 25%  top 50%\n";
+  auto row = [&](const std::string& label, const nlohmann::json& v) {
+    out += StrFormat("    %-7s %6.1f%%  %6.1f%%  %6.1f%%\n", label.c_str(), 100 * v["top10"].get<double>(),
+                     100 * v["top25"].get<double>(), 100 * v["top50"].get<double>());
+  };
+  for (const nlohmann::json& l : p["layers"]) row(std::to_string(l["layer"].get<size_t>()), l);
+  row("overall", p["overall"]);
+  const double n = p["n_expert"].get<double>();
+  out += StrFormat("    (uniform routing: %.1f%% / %.1f%% / %.1f%%)\n", 100 * k["top10"].get<double>() / n,
+                   100 * k["top25"].get<double>() / n, 100 * k["top50"].get<double>() / n);
+  return out;
+}
+
 std::string ValidateReportText(const ValidateReport& r) {
   std::string out = "strata-validate: " + r.path + "\n";
   if (r.info.contains("summary"))
@@ -223,7 +394,9 @@ std::string ValidateReportText(const ValidateReport& r) {
     out += "\n";
     if (!c.ok && !c.skipped)
       for (size_t i = 1; i < c.problems.size(); ++i) out += "         " + c.problems[i] + "\n";
+    for (const std::string& w : c.warnings) out += "  warn " + w + "\n";
   }
+  out += ProfileSummaryText(r.info);
   out += r.ok() ? "  sound: strata-run may serve this pack\n" : "  NOT SOUND: do not serve this pack\n";
   return out;
 }
@@ -236,7 +409,7 @@ nlohmann::json ValidateReportJson(const ValidateReport& r) {
   nlohmann::json checks = nlohmann::json::array();
   for (const CheckResult& c : r.checks)
     checks.push_back({{"name", c.name}, {"ok", c.ok}, {"skipped", c.skipped}, {"detail", c.detail},
-                      {"problems", c.problems}, {"seconds", c.seconds}});
+                      {"problems", c.problems}, {"warnings", c.warnings}, {"seconds", c.seconds}});
   j["checks"] = checks;
   return j;
 }

@@ -2,8 +2,9 @@
 // strata-validate's checks. A pack that passes them all cannot crash
 // strata-run: every byte is accounted for (header, manifest, blobs and
 // their checksums, zero padding), every tensor matches its architecture's
-// spec, the tokenizer decodes and is consistent, and every weight type has a
-// CPU path.
+// spec, the tokenizer decodes and is consistent, every matrix has a kernel on
+// the target (or a Q8_0 decode copy that has one), every decode copy holds
+// its tensor's weights, and the expert profile (if any) is summarized.
 
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/base/status.h"
+#include "runtime/model/kernel_coverage.h"
 
 namespace strata {
 
@@ -20,12 +22,16 @@ struct CheckResult {
   bool skipped = false;
   std::string detail;  // one line: what was checked, or what is wrong
   std::vector<std::string> problems;  // every problem found (up to a limit)
+  std::vector<std::string> warnings;  // things a user should know that do not fail the check
   double seconds = 0;
 };
 
 struct ValidateOptions {
   int threads = 0;
   bool checksums = true;
+  // --target: the placement whose kernel coverage is checked. This build
+  // has only a CPU backend; cuda and hip fail, saying so.
+  Placement target = Placement::kCpu;
 };
 
 struct ValidateReport {
@@ -41,6 +47,8 @@ struct ValidateReport {
 
 ValidateReport ValidatePack(const std::string& path, const ValidateOptions& options);
 std::string ValidateReportText(const ValidateReport& r);
+// The per-layer expert profile table of a report's info (empty without a profile).
+std::string ProfileSummaryText(const nlohmann::json& info);
 nlohmann::json ValidateReportJson(const ValidateReport& r);
 
 // Every byte of the file outside the header, the blobs and the manifest must

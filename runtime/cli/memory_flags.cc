@@ -31,9 +31,8 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
                 "slot at start and seeds the run-time policy; bench/results/expert-cache.md)");
   e->add_option("--expert-policy", f.expert_policy, "run-time slots: lfru (frequency-weighted LRU, default) or lru");
   e->add_option("--expert-half-life", f.expert_half_life, "lfru: accesses after which a use counts half (default: 64 tokens' worth)");
-  e->add_flag("--no-decode-copies", f.no_decode_copies, "the host tier reads native expert blobs even where the pack has Q8_0 decode copies");
   e->add_option("--expert-profile", f.expert_profile,
-                "a routing trace to rank experts by when the pack has no expert profile");
+                "a routing trace (--routing-trace-out) to rank experts by, instead of the pack's expert profile");
   e->add_option("--routing-trace-out", f.routing_trace_out,
                 "write which experts every token chose at every layer (a routing trace) to this file");
   e->add_flag("--expert-stats", f.expert_stats, "print the tiers' hit and miss counts at the end");
@@ -74,7 +73,6 @@ Result<RunMemoryOptions> MemoryFlags::Resolve() const {
   STRATA_ASSIGN_OR_RETURN(o.expert_policy, ParseCachePolicy(expert_policy));
   if (expert_half_life < 0) return InvalidArgument("--expert-half-life: expected 0 (default) or more");
   o.expert_half_life = expert_half_life;
-  o.decode_copies = !no_decode_copies;
   o.expert_profile = expert_profile;
   if (expert_device == "none" && (expert_pinned > 0 || (expert_slots != "auto" && o.expert_slots > 0)))
     return InvalidArgument("--expert-slots/--expert-pinned need a device tier: give --expert-device cpu");

@@ -23,7 +23,6 @@ struct MemoryFlags {
   int32_t expert_pinned = -1;
   std::string expert_policy = "lfru";
   double expert_half_life = 0;
-  bool no_decode_copies = false;
   std::string expert_profile;
   std::string routing_trace_out;
   bool expert_stats = false;

@@ -208,6 +208,8 @@ int Serve(const RunOptions& o) {
   if (!o.memory.routing_trace_out.empty())
     return Fail(InvalidArgument("--routing-trace-out records one run; the server does not write a trace"));
   so.memory = *mem;
+  so.memory.decode_copies = o.decode_copies != "native";
+  so.decode_copies = o.decode_copies;
   so.plan_only = o.memory.plan;
   so.queue = o.queue;
   so.api_key = o.api_key;
@@ -256,6 +258,13 @@ int Main(int argc, char** argv) {
 
   auto model = Model::Create(**pack);
   if (!model.ok()) return Fail(model.status());
+  {
+    auto switched = ApplyDecodeCopies(*model, o.decode_copies, o.reference ? BackendKind::kReference : BackendKind::kFast);
+    if (!switched.ok()) return Fail(switched.status().WithContext("--decode-copies"));
+    if (*switched > 0)
+      std::fprintf(stderr, "strata-run: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", *switched,
+                   o.decode_copies.c_str());
+  }
   auto backend = MakeBackend(*model, o.reference ? BackendKind::kReference : BackendKind::kFast, o.threads);
   if (!backend.ok()) return Fail(backend.status());
   for (const std::string& note : (*backend)->Notes()) std::fprintf(stderr, "strata-run: %s\n", note.c_str());
@@ -269,6 +278,7 @@ int Main(int argc, char** argv) {
   // rather than fail later (runtime/memory, docs/memory-plan.md).
   auto mem_options = o.memory.Resolve();
   if (!mem_options.ok()) return Fail(mem_options.status());
+  mem_options->decode_copies = o.decode_copies != "native";  // the host expert tier too
   if (mem_options->parallel > 1 && !o.memory.plan)
     return Fail(InvalidArgument("--parallel plans several sequences; a one-shot run, --chat and --bench run one (use "
                                 "--parallel with --plan, or with the server)"));

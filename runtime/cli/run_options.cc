@@ -28,6 +28,10 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
   app.add_flag("--reference", o.reference,
                "run the plain reference path (dequantized weights, float activations, no SIMD)");
+  app.add_option("--decode-copies", o.decode_copies,
+                 "which bytes to read for tensors the pack has Q8_0 decode copies of: auto (default: the copy when "
+                 "the tensor's type has no fast kernel on this CPU, else the native bytes), native, or copies")
+      ->check(CLI::IsMember({"auto", "native", "copies"}));
   app.add_flag("--verify", o.verify, "verify every blob's checksum before running");
   app.add_option("--logits-out", o.logits_out,
                  "write float32 logits rows: one per prompt position, then one per generated token (each generated "

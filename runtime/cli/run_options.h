@@ -28,6 +28,7 @@ struct RunOptions {
   bool parse_special = false;
   bool print_ids = false;
   bool reference = false;
+  std::string decode_copies = "auto";  // auto | native | copies (docs/experts.md)
   bool verify = false;
   std::string logits_out;
   std::string tokenize_file;

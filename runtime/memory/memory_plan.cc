@@ -164,7 +164,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
         StrFormat("routed experts the host tier may run (%s), read as routed%s",
                   !n_copies            ? "native blobs; the pack has no decode copies"
                   : in.decode_copies ? "Q8_0 decode copies where present, else native"
-                                     : "native blobs (--no-decode-copies)",
+                                     : "native blobs (--decode-copies native)",
                   pinned ? StrFormat(", less the %d pinned on the device", pinned).c_str() : ""));
     if (experts_pinned)
       add("weights: experts pinned on device", PlanPool::kMapped, experts_pinned, false,

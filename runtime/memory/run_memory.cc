@@ -59,19 +59,22 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBacke
                            "free " + HumanBytes(free) + " - reserve " + HumanBytes(o.reserve)};
   }
 
-  // Which experts are hot: the pack's profile, else a routing trace.
+  // Which experts are hot: a routing trace the user names (it describes their
+  // own traffic), else the pack's profile (the packer's corpus).
   if (s.device) {
-    auto from_pack = ExpertHotness::FromPack(pack, hp);
-    if (from_pack.ok()) {
-      s.hotness = std::move(*from_pack);
-    } else if (from_pack.status().code() != StatusCode::kNotFound) {
-      return from_pack.status();
-    } else if (!o.expert_profile.empty()) {
+    if (!o.expert_profile.empty()) {
       STRATA_ASSIGN_OR_RETURN(RoutingTrace trace, ReadRoutingTrace(o.expert_profile));
       auto h = ExpertHotness::FromTrace(trace, 0, UINT64_MAX, &hp);
       if (!h.ok()) return h.status().WithContext("--expert-profile " + o.expert_profile);
       h->source = "routing trace " + o.expert_profile + StrFormat(" (%llu tokens)", static_cast<unsigned long long>(h->tokens));
       s.hotness = std::move(*h);
+    } else {
+      auto from_pack = ExpertHotness::FromPack(pack, hp);
+      if (from_pack.ok()) {
+        s.hotness = std::move(*from_pack);
+      } else if (from_pack.status().code() != StatusCode::kNotFound) {
+        return from_pack.status();
+      }
     }
   }
   in.hotness = s.hotness ? &*s.hotness : nullptr;

@@ -4,6 +4,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/model/fast_backend.h"
+#include "runtime/model/kernel_coverage.h"
 
 namespace strata {
 namespace {
@@ -36,7 +37,7 @@ Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKi
   // Which weight types this model multiplies, and which of them have no SIMD kernel.
   std::set<GgmlType> types;
   auto add = [&](const TensorView* t) {
-    if (t && t->rank >= 2) types.insert(t->type);
+    if (t && IsMultipliedOnCpu(t->role, t->rank, model.hp().tied_output)) types.insert(t->type);
   };
   for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {
     add(model.Get(static_cast<TensorRole>(r)));
@@ -53,6 +54,16 @@ Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKi
                               fast->name().c_str(), names.c_str()));
   }
   return std::unique_ptr<MatMulBackend>(new FastModelBackend(std::move(fast), std::move(notes)));
+}
+
+Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendKind kind) {
+  STRATA_ASSIGN_OR_RETURN(DecodeCopyPolicy p, ParseDecodeCopyPolicy(policy));
+  IsaLevel isa = IsaLevel::kScalar;
+  if (kind == BackendKind::kFast) {
+    STRATA_ASSIGN_OR_RETURN(isa, SelectIsa());
+  }
+  if (kind == BackendKind::kReference && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;
+  return model.UseDecodeCopies(p, isa);
 }
 
 }  // namespace strata

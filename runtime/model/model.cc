@@ -1,5 +1,9 @@
 #include "runtime/model/model.h"
 
+#include <cctype>
+
+#include "runtime/model/kernel_coverage.h"
+
 namespace strata {
 
 WeightMatrix Matrix(const TensorView& t) {
@@ -18,6 +22,23 @@ WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert) {
   m.data = t.data.data() + expert * t.expert_stride;
   m.expert = static_cast<int32_t>(expert);
   return m;
+}
+
+std::string_view DecodeCopyPolicyName(DecodeCopyPolicy p) {
+  switch (p) {
+    case DecodeCopyPolicy::kAuto: return "auto";
+    case DecodeCopyPolicy::kNative: return "native";
+    case DecodeCopyPolicy::kCopies: return "copies";
+  }
+  return "unknown";
+}
+
+Result<DecodeCopyPolicy> ParseDecodeCopyPolicy(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (DecodeCopyPolicy p : {DecodeCopyPolicy::kAuto, DecodeCopyPolicy::kNative, DecodeCopyPolicy::kCopies})
+    if (lower == DecodeCopyPolicyName(p)) return p;
+  return InvalidArgument("decode copies '" + std::string(name) + "': expected auto, native or copies");
 }
 
 Result<Model> Model::Create(const Pack& pack) {
@@ -50,6 +71,21 @@ Result<Model> Model::FromTensors(Arch arch, const HParams& hp, std::span<const T
   STRATA_RETURN_IF_ERROR(need(TensorRole::kTokenEmbd, -1));
   STRATA_RETURN_IF_ERROR(need(TensorRole::kOutputNorm, -1));
   return m;
+}
+
+size_t Model::UseDecodeCopies(DecodeCopyPolicy policy, IsaLevel isa) {
+  if (policy == DecodeCopyPolicy::kNative) return 0;
+  size_t switched = 0;
+  auto choose = [&](const TensorView*& slot) {
+    if (!slot || slot->decode_copy < 0 || static_cast<size_t>(slot->decode_copy) >= tensors_.size()) return;
+    if (policy == DecodeCopyPolicy::kAuto && CpuKernelSupport(slot->type, isa) == KernelSupport::kFast) return;
+    slot = &tensors_[static_cast<size_t>(slot->decode_copy)];
+    ++switched;
+  };
+  for (const TensorView*& t : global_) choose(t);
+  for (auto& layer : layers_)
+    for (const TensorView*& t : layer) choose(t);
+  return switched;
 }
 
 uint64_t Model::DecodeBytesPerToken() const {

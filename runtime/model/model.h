@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/arch/arch_spec.h"
+#include "runtime/kernels/cpu_features.h"
 #include "runtime/pack/pack_reader.h"
 
 namespace strata {
@@ -24,6 +25,14 @@ struct WeightMatrix {
 };
 WeightMatrix Matrix(const TensorView& t);
 WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert);
+
+// Which bytes the forward pass reads for a tensor that has a Q8_0 decode copy
+// (docs/experts.md): kAuto the copy when the tensor's own type has no fast
+// CPU kernel at the level the backend runs, else the native bytes; kNative
+// always the native bytes; kCopies always the copy.
+enum class DecodeCopyPolicy : uint8_t { kAuto = 0, kNative = 1, kCopies = 2 };
+std::string_view DecodeCopyPolicyName(DecodeCopyPolicy p);  // "auto", "native", "copies"
+Result<DecodeCopyPolicy> ParseDecodeCopyPolicy(std::string_view name);
 
 class Model {
  public:
@@ -47,6 +56,11 @@ class Model {
   const TensorView* Get(int32_t layer, TensorRole role) const {
     return layers_[static_cast<size_t>(layer)][static_cast<size_t>(role)];
   }
+  // Points Get() at decode copies as `policy` says, for a backend running
+  // kernels of level `isa` (so every reader of Get, the forward pass, the
+  // backend's notes and DecodeBytesPerToken, sees the bytes that run).
+  // Call once, before running. Returns how many tensors now read their copy.
+  size_t UseDecodeCopies(DecodeCopyPolicy policy, IsaLevel isa);
   // The output head: output.weight, or the token embedding when tied.
   const TensorView& OutputHead() const { return Get(TensorRole::kOutput) ? *Get(TensorRole::kOutput) : *Get(TensorRole::kTokenEmbd); }
   // Weight bytes one decoded token reads: every dense matrix and vector,

@@ -13,7 +13,7 @@ namespace strata::pack {
 
 inline constexpr std::array<uint8_t, 8> kMagic = {'S', 'T', 'R', 'A', 'T', 'A', 'P', 'K'};
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;
 inline constexpr uint32_t kHeaderSize = 128;
 // Every blob starts at a multiple of this: a page, so a blob can be mapped,
 // read with direct I/O or copied to a device without realignment.

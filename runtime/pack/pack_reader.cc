@@ -238,15 +238,34 @@ Status Pack::Load() {
   }
   for (uint32_t i = 0; i < n_blobs; ++i)
     if (!blob_used[i]) return bad(StrFormat("blob %u", i), "a tensor that uses it", "none");
+  // Decode copies: each belongs to exactly one ordinary tensor, which it
+  // mirrors (role, layer, shape, experts) in Q8_0.
+  std::vector<int32_t> copy_owner(n_tensors, -1);
   for (const TensorView& v : tensors_) {
     if (v.decode_copy < 0) continue;
     const TensorView& c = tensors_[v.decode_copy];
     std::string what = "tensor '" + Printable(v.name) + "' decode copy '" + Printable(c.name) + "'";
-    if (!ts->Get(c.index)->is_decode_copy()) return bad(what, "a tensor marked as a decode copy", "an ordinary tensor");
+    if (v.is_decode_copy)
+      return bad("tensor '" + Printable(v.name) + "' decode_copy", "-1 for a tensor that is itself a decode copy",
+                 StrFormat("%d", v.decode_copy));
+    if (!c.is_decode_copy) return bad(what, "a tensor marked as a decode copy", "an ordinary tensor");
+    if (copy_owner[c.index] >= 0)
+      return bad(what, "a copy of this tensor only",
+                 "a copy that tensor '" + Printable(tensors_[copy_owner[c.index]].name) + "' also names");
+    copy_owner[c.index] = static_cast<int32_t>(v.index);
     if (c.type != GgmlType::kQ8_0) return bad(what + " type", "Q8_0", std::string(TypeName(c.type)));
-    if (c.rank != v.rank || c.shape != v.shape) return bad(what + " shape", "the original's shape", "another shape");
+    if (c.rank != v.rank || c.shape != v.shape)
+      return bad(what + " shape", ShapeText({v.shape.data(), v.rank}), ShapeText({c.shape.data(), c.rank}));
     if (c.expert_count != v.expert_count) return bad(what + " expert_count", U64(v.expert_count), U64(c.expert_count));
+    if (c.role != v.role || c.layer != v.layer)
+      return bad(what + " role and layer",
+                 StrFormat("%s of layer %d (the original's)", std::string(TensorRoleName(v.role)).c_str(), v.layer),
+                 StrFormat("%s of layer %d", std::string(TensorRoleName(c.role)).c_str(), c.layer));
   }
+  for (const TensorView& c : tensors_)
+    if (c.is_decode_copy && copy_owner[c.index] < 0)
+      return bad("tensor '" + Printable(c.name) + "'", "a decode copy that an ordinary tensor names",
+                 "a decode copy no tensor names");
 
   // --- the architecture spec: every tensor it requires, with its shape and type, and nothing else.
   if (arch_ != Arch::kVocabOnly) {
@@ -280,6 +299,12 @@ Status Pack::Load() {
                  hparams_.tied_output ? "one" : "none");
   } else if (n_tensors != 0) {
     return bad("tensors", "none in a vocab-only pack", U64(n_tensors));
+  }
+
+  // --- the expert profile (optional).
+  if (m.expert_profile()) {
+    STRATA_ASSIGN_OR_RETURN(ExpertProfile prof, ExpertProfileFromManifest(*m.expert_profile(), arch_, hparams_, name));
+    profile_ = std::move(prof);
   }
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "runtime/arch/arch_spec.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/base/status.h"
+#include "runtime/pack/expert_profile.h"
 #include "runtime/pack/pack_format.h"
 #include "runtime/quant/ggml_type.h"
 #include "schema/strata_pack_generated.h"
@@ -83,7 +85,10 @@ class Pack {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* Find(std::string_view name) const;
   // The tensor with this role in this layer (-1: global), or nullptr.
+  // Never a decode copy: a tensor's copy is tensors()[t->decode_copy].
   const TensorView* Find(TensorRole role, int32_t layer = -1) const;
+  // The expert profile (checked at open), or nullptr when the pack has none.
+  const ExpertProfile* expert_profile() const { return profile_ ? &*profile_ : nullptr; }
 
   // Verifies every blob's XXH3-64 on `threads` threads (0: all cores).
   ChecksumReport VerifyChecksums(int threads = 0) const;
@@ -101,6 +106,7 @@ class Pack {
   std::vector<TensorView> tensors_;
   std::unordered_map<std::string_view, size_t> by_name_;
   std::unordered_map<uint64_t, size_t> by_role_;
+  std::optional<ExpertProfile> profile_;
 };
 
 // Conversions between the manifest and the runtime's types.

@@ -116,6 +116,11 @@ int Serve(const ServeOptions& options) {
   if (tmpl->fallback)
     std::fprintf(stderr, "strata serve: the pack has no chat template; chats are rendered with ChatML\n");
 
+  auto switched = ApplyDecodeCopies(*model, o.decode_copies, o.reference ? BackendKind::kReference : BackendKind::kFast);
+  if (!switched.ok()) return fail(switched.status().WithContext("--decode-copies"));
+  if (*switched > 0)
+    std::fprintf(stderr, "strata serve: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", *switched,
+                 o.decode_copies.c_str());
   std::unique_ptr<MatMulBackend> backend;
   if (!o.reference) {
     auto fast = MakeBackend(*model, BackendKind::kFast, o.threads);

@@ -32,6 +32,7 @@ struct ServeOptions {
   // server plans its slots, workspace and tiers exactly as strata-run does
   // (docs/memory-plan.md); `memory.parallel` is ignored, `parallel` wins.
   RunMemoryOptions memory;
+  std::string decode_copies = "auto";  // --decode-copies auto|native|copies (docs/experts.md)
   bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
 };
 

@@ -1,5 +1,6 @@
 // libFuzzer target: the runtime's pack reader, the tokenizer sections and
-// the validator's byte checks on arbitrary bytes. Seeded with real packs
+// the validator's byte checks, the expert profile summary and heat map, on
+// arbitrary bytes. Seeded with real packs
 // (scripts/fuzz.sh packs the conformance fixtures first). No input may crash,
 // hang, leak or trip a sanitizer; if Open accepts, every tensor view must lie
 // inside the input.
@@ -12,6 +13,7 @@
 
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
+#include "validate/profile_svg.h"
 #include "validate/validator.h"
 
 namespace {
@@ -19,7 +21,7 @@ namespace {
 void Check(const uint8_t* data, size_t size) {
   std::span<const uint8_t> bytes(data, size);
   auto pack = strata::Pack::FromBytes("fuzz-input", bytes);
-  if (!pack.ok()) return 0;
+  if (!pack.ok()) return;
   const strata::Pack& p = **pack;
   for (const auto& t : p.tensors()) {
     if (t.data.data() < data || t.data.data() + t.data.size() > data + size) std::abort();
@@ -30,6 +32,17 @@ void Check(const uint8_t* data, size_t size) {
     }
   }
   (void)p.VerifyChecksums(1);
+  // An accepted profile is consistent: summaries and the heat map must not misbehave on it.
+  if (const strata::ExpertProfile* prof = p.expert_profile()) {
+    (void)strata::OverallTopMassShare(*prof, 0.25);
+    (void)strata::ExpertProfileSvg(*prof, "fuzz");
+  }
+  // An accepted decode copy belongs to its tensor and has its shape.
+  for (const auto& t : p.tensors()) {
+    if (t.decode_copy < 0) continue;
+    const auto& c = p.tensors()[static_cast<size_t>(t.decode_copy)];
+    if (!c.is_decode_copy || c.shape != t.shape || c.data.size() != c.row_bytes * c.rows()) std::abort();
+  }
   auto vocab = strata::VocabFromManifest(*p.manifest().tokenizer(), "fuzz-input");
   (void)vocab;
   std::vector<std::pair<uint64_t, uint64_t>> used;

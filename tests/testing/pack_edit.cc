@@ -11,6 +11,7 @@ namespace strata::testing {
 Result<PackResult> PackFile(const std::string& gguf, const std::string& out, PackOptions options) {
   STRATA_ASSIGN_OR_RETURN(gguf::GgufModel m, gguf::GgufModel::Open(gguf));
   options.output = out;
+  if (options.profile_tokens == PackOptions{}.profile_tokens) options.profile_tokens = kTestProfileTokens;
   STRATA_ASSIGN_OR_RETURN(PackResult r, PackModel(m, options));
   if (r.log.refused()) return FailedPrecondition(gguf + ": refused: " + r.log.refusals.front().location + ": " +
                                                  r.log.refusals.front().message);

@@ -3,6 +3,7 @@
 // through the FlatBuffers object API (keeping the header's checksums right,
 // so the reader's semantic checks are what catches the edit).
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,7 +15,11 @@
 namespace strata::testing {
 
 // Packs a GGUF (one path or a split's first shard) to `out`. Fails the
-// status on an error or a refusal.
+// status on an error or a refusal. Options that leave --profile-tokens at its
+// default get kTestProfileTokens instead: every test pack still carries a
+// profile, at an eighth of the cost (which matters under ASan); tests of the
+// profile set their own budget.
+inline constexpr uint64_t kTestProfileTokens = 512;
 Result<PackResult> PackFile(const std::string& gguf, const std::string& out, PackOptions options = {});
 
 std::vector<uint8_t> ReadBytes(const std::string& path);
