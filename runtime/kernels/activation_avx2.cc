@@ -36,8 +36,11 @@ inline void StoreU256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m2
 
 inline __m256 Abs(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
 
+// Through the vector form: clang's _cvtss_sh is a macro with a C compound
+// literal, which -Wpedantic refuses in C++.
 inline uint16_t ToHalf(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return static_cast<uint16_t>(
+      _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 0));
 }
 
 // int32 lanes (a: elements 0-7, b: 8-15, c: 16-23, d: 24-31) to 32 bytes in
@@ -178,7 +181,7 @@ void RoundRowToF16Avx2(const float* x, void* y, int64_t k) {
   for (; i + 8 <= k; i += 8)
     StoreU256(out + 4 * i, _mm256_castps_si256(_mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), kRound))));
   for (; i < k; ++i) {
-    const float v = _cvtsh_ss(_cvtss_sh(x[i], kRound));
+    const float v = _cvtsh_ss(ToHalf(x[i]));
     std::memcpy(out + 4 * i, &v, 4);
   }
 }
