@@ -564,6 +564,17 @@ TEST_F(ServeHttpTest, PlansItsMemoryAndServesThroughExpertTiers) {
             json::parse(plain->body)["choices"][0]["message"]["content"]);
   EXPECT_NE(tiered.Log().find("memory: RAM"), std::string::npos) << tiered.Log();
   EXPECT_NE(tiered.Log().find("device tier: 3 slots"), std::string::npos) << tiered.Log();
+  // /metrics carries the expert cache's counts and hit rate (the plain server has none).
+  auto tm = c.Get("/metrics");
+  ASSERT_TRUE(tm && tm->status == 200);
+  EXPECT_NE(tm->body.find("strata:expert_cache_hit_ratio "), std::string::npos) << tm->body;
+  std::smatch hm, mm;
+  ASSERT_TRUE(std::regex_search(tm->body, hm, std::regex("\nstrata:expert_hits_total ([0-9]+)")));
+  ASSERT_TRUE(std::regex_search(tm->body, mm, std::regex("\nstrata:expert_misses_total ([0-9]+)")));
+  EXPECT_GT(std::stoull(hm[1].str()) + std::stoull(mm[1].str()), 0u);  // experts were routed
+  auto pm = Client().Get("/metrics");
+  ASSERT_TRUE(pm && pm->status == 200);
+  EXPECT_EQ(pm->body.find("expert_cache_hit_ratio"), std::string::npos);
 }
 
 }  // namespace

@@ -43,7 +43,20 @@ std::string PrometheusText(const SchedulerMetrics& m) {
   Add(o, "n_slots", "gauge", "Slots (--parallel).", m.n_slots);
   Add(o, "n_ctx_slot", "gauge", "Positions per slot (-c).", static_cast<double>(m.n_ctx));
   Add(o, "state_bytes", "gauge", "Memory of all slots' KV caches and recurrent state.", d(m.state_bytes));
-  // No expert cache exists in this runtime yet; its hit rate will appear here when one does.
+  if (m.expert_tiers) {  // --expert-device: the device tier's expert cache
+    Add(o, "expert_hits_total", "counter", "Routed token-expert pairs computed from a device-tier slot.",
+        d(m.expert_hits_total));
+    Add(o, "expert_pinned_hits_total", "counter", "Of the hits, those from a pinned slot.",
+        d(m.expert_pinned_hits_total));
+    Add(o, "expert_misses_total", "counter", "Routed token-expert pairs computed on the host tier.",
+        d(m.expert_misses_total));
+    Add(o, "expert_cache_hit_ratio", "gauge", "Expert cache hit rate: hits / (hits + misses).",
+        m.expert_hits_total + m.expert_misses_total
+            ? d(m.expert_hits_total) / d(m.expert_hits_total + m.expert_misses_total)
+            : 0);
+    Add(o, "expert_uploads_total", "counter", "Experts uploaded into device-tier slots.", d(m.expert_uploads_total));
+    Add(o, "expert_evictions_total", "counter", "Experts evicted from run-time slots.", d(m.expert_evictions_total));
+  }
   return o;
 }
 

@@ -393,6 +393,15 @@ void Scheduler::Step() {
     metrics_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
     metrics_.n_decode_total += 1;
     metrics_.n_busy_slots_total += batch.size();
+    if (options_.memory && options_.memory->experts) {
+      const CacheStats& cs = options_.memory->experts->stats();
+      metrics_.expert_tiers = true;
+      metrics_.expert_hits_total = cs.hits;
+      metrics_.expert_pinned_hits_total = cs.pinned_hits;
+      metrics_.expert_misses_total = cs.misses;
+      metrics_.expert_uploads_total = cs.uploads;
+      metrics_.expert_evictions_total = cs.evictions;
+    }
   }
 
   const size_t V = model_.hp().n_vocab;

@@ -79,6 +79,13 @@ struct SchedulerMetrics {
   uint64_t requests_cancelled_total = 0;
   uint64_t requests_rejected_total = 0;     // queue full or shutting down
   uint64_t requests_failed_total = 0;
+  // Expert tiers (--expert-device): copied from the executor after each step.
+  bool expert_tiers = false;
+  uint64_t expert_hits_total = 0;         // routed token-expert pairs served from a device slot
+  uint64_t expert_pinned_hits_total = 0;  // of which from a pinned slot
+  uint64_t expert_misses_total = 0;       // computed on the host tier
+  uint64_t expert_uploads_total = 0;
+  uint64_t expert_evictions_total = 0;
   int requests_processing = 0;              // in a slot
   int requests_deferred = 0;                // in the queue
   uint64_t kv_cache_tokens = 0;             // positions held by all slots
