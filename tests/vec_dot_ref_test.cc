@@ -94,7 +94,7 @@ TEST(VecDotReference, MatchesDequantizedDotForEveryType) {
         const std::vector<float> wd = DequantizeWeightRow(info.type, w.data(), k);
         const std::vector<float> ad = DecodeActivationRow(format, act.data(), k);
         const double exact = ExactDot(wd, ad) + Q8_1SumCorrection(info.type, w.data(), act.data(), ad);
-        const double got = VecDotReference(info.type, w.data(), act.data(), k);
+        const double got = static_cast<double>(VecDotReference(info.type, w.data(), act.data(), k));
         const double allowed = AllowedError(info.type, k, ErrorScale(info.type, wd, ad));
         ASSERT_LE(std::fabs(got - exact), allowed) << "k=" << k << " seed=" << seed << " exact=" << exact;
         worst = std::max(worst, std::fabs(got - exact) / allowed);
