@@ -265,7 +265,7 @@ TEST_F(ServeHttpTest, StreamingFollowsTheOpenAiWireFormat) {
   EXPECT_GE(content_chunks, 1);
 
   // Without include_usage there is no usage chunk and no usage field.
-  r = Post("/v1/completions", R"({"prompt":"Once","max_tokens":3,"stream":true})");
+  r = Post("/v1/completions", R"({"prompt":"Once","max_tokens":3,"stream":true,"ignore_eos":true})");
   ASSERT_TRUE(r);
   ev = Events(r->body);
   ASSERT_GE(ev.size(), 2u);
@@ -458,7 +458,7 @@ TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) 
   Start({"--parallel", "2"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
   std::string body;
   std::thread running([&] {
-    auto r = Post("/v1/chat/completions", ChatBody("go", R"("max_tokens":40,"stream":true)"));
+    auto r = Post("/v1/chat/completions", ChatBody("go", R"("max_tokens":40,"stream":true,"ignore_eos":true)"));
     if (r) body = r->body;
   });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));

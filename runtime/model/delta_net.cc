@@ -238,7 +238,7 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
     const int64_t m = t1 - t0;
-    const bool chunked = mode == DeltaNetMode::kChunked || (mode == DeltaNetMode::kAuto && m >= kDeltaNetChunkedMin);
+    const bool chunked = mode == DeltaNetMode::kChunked;
     float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {
