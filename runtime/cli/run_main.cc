@@ -208,7 +208,6 @@ int Serve(const RunOptions& o) {
   if (!o.memory.routing_trace_out.empty())
     return Fail(InvalidArgument("--routing-trace-out records one run; the server does not write a trace"));
   so.memory = *mem;
-  so.memory.decode_copies = o.decode_copies != "native";
   so.decode_copies = o.decode_copies;
   so.plan_only = o.memory.plan;
   so.queue = o.queue;

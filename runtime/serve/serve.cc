@@ -156,6 +156,7 @@ int Serve(const ServeOptions& options) {
   // would not fit refuses to start instead of failing under load.
   RunMemoryOptions mo = o.memory;
   mo.parallel = so.parallel;
+  mo.decode_copies = o.decode_copies != "native";  // the host expert tier follows --decode-copies
   RunShape shape;
   shape.n_ctx = so.n_ctx;
   shape.batch = so.step_tokens;

@@ -30,7 +30,8 @@ struct ServeOptions {
   int shutdown_grace_ms = 10000;   // on SIGINT/SIGTERM, running requests get this long to finish
   // Memory plan and expert tiers (--ram-budget, --expert-device, ...): the
   // server plans its slots, workspace and tiers exactly as strata-run does
-  // (docs/memory-plan.md); `memory.parallel` is ignored, `parallel` wins.
+  // (docs/memory-plan.md); `memory.parallel` and `memory.decode_copies` are
+  // ignored: `parallel` and `decode_copies` win.
   RunMemoryOptions memory;
   std::string decode_copies = "auto";  // --decode-copies auto|native|copies (docs/experts.md)
   bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
