@@ -522,6 +522,9 @@ TEST_F(ServeHttpTest, StartRefusalsAreClear) {
   auto bad = testing::RunProgram("strata-run", {Pack(), "--serve", "--parallel", "0"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--parallel 0: expected 1..256"), std::string::npos) << bad.err;
+  auto negative = testing::RunProgram("strata-run", {Pack(), "--serve", "--parallel", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--parallel -1: expected 1..256"), std::string::npos) << negative.err;
   auto both = testing::RunProgram("strata-run", {Pack(), "--serve", "-p", "hi"});
   EXPECT_EQ(both.exit_code, 2);
   auto ctx = testing::RunProgram("strata-run", {Pack(), "--serve", "--port", "0", "-c", "100000"});

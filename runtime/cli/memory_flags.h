@@ -3,6 +3,7 @@
 // run_options.h so the two grow independently).
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -14,7 +15,8 @@ namespace strata {
 struct MemoryFlags {
   bool plan = false;
   std::string ram_budget, vram_budget, reserve;
-  static constexpr int32_t kParallelUnset = -1;
+  // Not a value anyone can type in range, so an explicit --parallel -1 is refused like 0.
+  static constexpr int32_t kParallelUnset = std::numeric_limits<int32_t>::min();
   int32_t parallel = kParallelUnset;  // unset: 1 sequence, or 4 slots with --serve
   std::string kv_type = "f32";
   bool allow_paging = false;

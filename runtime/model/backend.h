@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/attention.h"
 #include "runtime/model/model.h"
 
 namespace strata {
@@ -31,6 +32,9 @@ class MatMulBackend {
   // Makes that scratch `bytes` large now, so MatMul does not allocate during
   // a run. Errors: kResourceExhausted with the size.
   virtual Status ReserveScratch(uint64_t /*bytes*/) { return Status::Ok(); }
+  // The attention inner loops (kernels/attention.h): the scalar reference
+  // here; FastBackend gives its ISA level's SIMD versions.
+  virtual const kernels::AttnKernels& attention() const { return kernels::AttnKernelsFor(IsaLevel::kScalar); }
 };
 
 // Plain reference: each weight row dequantized to F32 (the reference

@@ -21,6 +21,7 @@ class FastModelBackend : public MatMulBackend {
   std::vector<std::string> Notes() const override { return notes_; }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
   Status ReserveScratch(uint64_t bytes) override { return b_->ReserveScratch(bytes); }
+  const kernels::AttnKernels& attention() const override { return b_->attention(); }
 
  private:
   std::unique_ptr<FastBackend> b_;

@@ -51,6 +51,7 @@ class FastBackend : public MatMulBackend {
   std::string name() const override;  // "fast (avx512, 2 threads)"
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
   Status ReserveScratch(uint64_t bytes) override;
+  const kernels::AttnKernels& attention() const override { return kernels::AttnKernelsFor(isa_); }
   IsaLevel isa() const { return isa_; }
 
   // What runs for a weight type.

@@ -96,6 +96,7 @@ Status Attention(const Pass& p, int32_t il, const float* h, float* out) {
   }
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
+  const kernels::AttnKernels& ak = p.be.attention();
   // One scores row per task (tasks run on one thread at a time).
   auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
     for (int64_t task = task_begin; task < task_end; ++task) {
@@ -106,20 +107,11 @@ Status Attention(const Pass& p, int32_t il, const float* h, float* out) {
         const float* K = p.St(t).k[il].data();
         const float* V = p.St(t).v[il].data();
         const float* q = q_at(t, hh);
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const float* kj = K + (j * Hkv + kvh) * Dk;
-          float s = 0.0f;
-          for (int64_t d = 0; d < Dk; ++d) s += q[d] * kj[d];
-          scores[j] = s * scale;
-        }
+        ak.scores(q, K + kvh * Dk, Hkv * Dk, n_keys, Dk, scale, scores);
         ops::Softmax(scores, n_keys);
         float* o = attn + (t * H + hh) * Dv;
         std::fill(o, o + Dv, 0.0f);
-        for (int64_t j = 0; j < n_keys; ++j) {
-          const float* vj = V + (j * Hkv + kvh) * Dv;
-          const float pj = scores[j];
-          for (int64_t d = 0; d < Dv; ++d) o[d] += pj * vj[d];
-        }
+        ak.mix(scores, V + kvh * Dv, Hkv * Dv, n_keys, Dv, o);
         if (gated) {
           const float* gate = q + Dk;
           for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);

@@ -1,0 +1,58 @@
+// Attention inner loops (runtime/kernels/attention.h) at each ISA level this
+// CPU runs: one query head against n cached keys of width d, the scores then
+// the weighted sum of the values, rows 4 KV heads apart as in a Qwen3 cache.
+// items_per_second counts keys; compare levels within one run.
+//   ./build/bench/attention_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/attention.h"
+
+namespace strata::kernels {
+namespace {
+
+void BM_AttentionHead(benchmark::State& state, IsaLevel level, int64_t d, int64_t n) {
+  const AttnKernels& k = AttnKernelsFor(level);
+  const int64_t stride = 4 * d;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(d)), kv(static_cast<size_t>(n * stride)), scores(static_cast<size_t>(n)),
+      o(static_cast<size_t>(d));
+  for (float& x : q) x = u(rng);
+  for (float& x : kv) x = u(rng);
+  for (auto _ : state) {
+    k.scores(q.data(), kv.data(), stride, n, d, 0.088f, scores.data());
+    for (float& s : scores) s *= 1.0f / static_cast<float>(n);  // stands in for the softmax
+    std::fill(o.begin(), o.end(), 0.0f);
+    k.mix(scores.data(), kv.data() + d, stride, n, d, o.data());
+    benchmark::DoNotOptimize(o.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+}  // namespace
+}  // namespace strata::kernels
+
+int main(int argc, char** argv) {
+  using namespace strata;
+  for (IsaLevel level : kAllIsaLevels) {
+    if (!CpuSupports(level)) continue;
+    for (int64_t d : {128, 256})
+      for (int64_t n : {64, 512, 4096}) {
+        const std::string name = "AttentionHead/" + std::string(IsaName(level)) + "/d:" + std::to_string(d) +
+                                 "/keys:" + std::to_string(n);
+        benchmark::RegisterBenchmark(name.c_str(), kernels::BM_AttentionHead, level, d, n)
+            ->Unit(benchmark::kMicrosecond);
+      }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

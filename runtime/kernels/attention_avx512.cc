@@ -1,0 +1,94 @@
+// AVX-512 attention inner loops (attention.h). Compiled with the AVX-512
+// flags; called only through AttnKernelsFor(kAvx512). Uses no inline
+// functions from shared headers (see attention_avx2.cc). Tails use masked
+// loads, so every d runs in vector registers.
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace strata::kernels {
+
+void AttnScoresAvx512(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale,
+                      float* scores);
+void AttnMixAvx512(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o);
+
+namespace {
+
+inline __mmask16 TailMask(int64_t left) {
+  return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// The four horizontal sums of a0..a3, as lanes 0..3: halves added to 256
+// bits, then pairwise adds (cheaper than four full reductions).
+inline __m128 HorizontalSum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  auto half = [](__m512 a) {
+    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  };
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(half(a0), half(a1)), _mm256_hadd_ps(half(a2), half(a3)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+}  // namespace
+
+void AttnScoresAvx512(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale,
+                      float* scores) {
+  const int64_t d16 = d & ~int64_t{15};
+  const __mmask16 tail = TailMask(d - d16);
+  int64_t j = 0;
+  // Four keys at a time: q is loaded once for four independent chains.
+  for (; j + 4 <= n; j += 4) {
+    const float* k0 = K + j * stride;
+    const float* k1 = k0 + stride;
+    const float* k2 = k1 + stride;
+    const float* k3 = k2 + stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d16; i += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + i);
+      a0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k0 + i), a0);
+      a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k1 + i), a1);
+      a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k2 + i), a2);
+      a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k3 + i), a3);
+    }
+    if (tail) {
+      const __m512 qv = _mm512_maskz_loadu_ps(tail, q + d16);
+      a0 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k0 + d16), a0);
+      a1 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k1 + d16), a1);
+      a2 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k2 + d16), a2);
+      a3 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k3 + d16), a3);
+    }
+    _mm_storeu_ps(scores + j, _mm_mul_ps(HorizontalSum4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+  }
+  for (; j < n; ++j) {
+    const float* kj = K + j * stride;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d16; i += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), _mm512_loadu_ps(kj + i), a);
+    if (tail) a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + d16), _mm512_maskz_loadu_ps(tail, kj + d16), a);
+    scores[j] = _mm512_reduce_add_ps(a) * scale;
+  }
+}
+
+void AttnMixAvx512(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o) {
+  int64_t i = 0;
+  // 128 output values in eight registers across every key, then 16 at a time
+  // (the last masked).
+  for (; i + 128 <= d; i += 128) {
+    __m512 acc[8];
+    for (int c = 0; c < 8; ++c) acc[c] = _mm512_loadu_ps(o + i + 16 * c);
+    for (int64_t j = 0; j < n; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+      const float* vj = V + j * stride + i;
+      for (int c = 0; c < 8; ++c) acc[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * c), acc[c]);
+    }
+    for (int c = 0; c < 8; ++c) _mm512_storeu_ps(o + i + 16 * c, acc[c]);
+  }
+  for (; i < d; i += 16) {
+    const __mmask16 m = TailMask(d - i);
+    __m512 acc = _mm512_maskz_loadu_ps(m, o + i);
+    for (int64_t j = 0; j < n; ++j)
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, V + j * stride + i), acc);
+    _mm512_mask_storeu_ps(o + i, m, acc);
+  }
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,128 @@
+// Attention inner loops (kernels/attention.h): every ISA level this CPU runs
+// against a double-precision evaluation of the same sums, on random inputs
+// over head sizes and key counts that hit every tail (d mod 4/8/16, n mod 4),
+// with rows `stride` apart as in the KV cache. Also: nothing is written past
+// scores[n) or o[d), and o is accumulated into, not overwritten.
+
+#include "runtime/kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace strata::kernels {
+namespace {
+
+constexpr float kSentinel = -12345.0f;
+
+std::vector<IsaLevel> Levels() {
+  std::vector<IsaLevel> out;
+  for (IsaLevel l : kAllIsaLevels)
+    if (CpuSupports(l)) out.push_back(l);
+  return out;
+}
+
+std::vector<float> Random(size_t n, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+constexpr int64_t kDims[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 192, 255, 256, 257};
+constexpr int64_t kKeys[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 33, 130};
+
+TEST(AttentionKernels, ScoresMatchDoublePrecisionDots) {
+  std::mt19937_64 rng(11);
+  for (IsaLevel level : Levels()) {
+    const AttnKernels& k = AttnKernelsFor(level);
+    ASSERT_EQ(k.isa, level);
+    for (int64_t d : kDims) {
+      for (int64_t n : kKeys) {
+        for (int64_t pad : {int64_t{0}, int64_t{5}, 3 * d}) {  // a row alone, odd padding, four KV heads side by side
+          const int64_t stride = d + pad;
+          SCOPED_TRACE(std::string(IsaName(level)) + " d=" + std::to_string(d) + " n=" + std::to_string(n) +
+                       " stride=" + std::to_string(stride));
+          const std::vector<float> q = Random(static_cast<size_t>(d), rng);
+          // Exactly n rows: the last row ends at d, as the cache's last key may.
+          const std::vector<float> K = Random(static_cast<size_t>(n > 0 ? (n - 1) * stride + d : 0), rng);
+          std::vector<float> scores(static_cast<size_t>(n) + 1, kSentinel);
+          const float scale = 0.0883883f;
+          k.scores(q.data(), K.data(), stride, n, d, scale, scores.data());
+          for (int64_t j = 0; j < n; ++j) {
+            double exact = 0.0, mag = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+              exact += static_cast<double>(q[i]) * static_cast<double>(K[j * stride + i]);
+              mag += std::fabs(static_cast<double>(q[i]) * static_cast<double>(K[j * stride + i]));
+            }
+            EXPECT_NEAR(static_cast<double>(scores[j]), exact * static_cast<double>(scale),
+                        (mag * 4e-7 * static_cast<double>(d) + 1e-30) * static_cast<double>(scale)) << "key " << j;
+          }
+          EXPECT_EQ(scores[n], kSentinel) << "wrote past scores[n)";
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionKernels, MixAccumulatesWeightedRowsIntoO) {
+  std::mt19937_64 rng(12);
+  for (IsaLevel level : Levels()) {
+    const AttnKernels& k = AttnKernelsFor(level);
+    for (int64_t d : kDims) {
+      for (int64_t n : kKeys) {
+        for (int64_t pad : {int64_t{0}, int64_t{5}, 3 * d}) {
+          const int64_t stride = d + pad;
+          SCOPED_TRACE(std::string(IsaName(level)) + " d=" + std::to_string(d) + " n=" + std::to_string(n) +
+                       " stride=" + std::to_string(stride));
+          const std::vector<float> p = Random(static_cast<size_t>(n), rng, 0.0f, 1.0f);
+          const std::vector<float> V = Random(static_cast<size_t>(n > 0 ? (n - 1) * stride + d : 0), rng);
+          std::vector<float> o = Random(static_cast<size_t>(d), rng);  // accumulated into
+          const std::vector<float> o0 = o;
+          o.push_back(kSentinel);
+          k.mix(p.data(), V.data(), stride, n, d, o.data());
+          for (int64_t i = 0; i < d; ++i) {
+            double exact = static_cast<double>(o0[i]), mag = std::fabs(exact);
+            for (int64_t j = 0; j < n; ++j) {
+              exact += static_cast<double>(p[j]) * static_cast<double>(V[j * stride + i]);
+              mag += std::fabs(static_cast<double>(p[j]) * static_cast<double>(V[j * stride + i]));
+            }
+            EXPECT_NEAR(static_cast<double>(o[i]), exact, mag * 4e-7 * static_cast<double>(n + 1) + 1e-30) << "value " << i;
+          }
+          EXPECT_EQ(o[d], kSentinel) << "wrote past o[d)";
+        }
+      }
+    }
+  }
+}
+
+// The SIMD levels agree with the scalar reference (what --reference runs) as
+// closely as float summation order allows, on attention-like magnitudes.
+TEST(AttentionKernels, SimdLevelsAgreeWithTheReference) {
+  std::mt19937_64 rng(13);
+  const AttnKernels& ref = AttnKernelsFor(IsaLevel::kScalar);
+  for (IsaLevel level : Levels()) {
+    if (level == IsaLevel::kScalar) continue;
+    const AttnKernels& k = AttnKernelsFor(level);
+    for (int64_t d : {64, 128, 256}) {
+      const int64_t n = 517, stride = 4 * d;
+      const std::vector<float> q = Random(static_cast<size_t>(d), rng, -3.0f, 3.0f);
+      const std::vector<float> KV = Random(static_cast<size_t>((n - 1) * stride + d), rng, -3.0f, 3.0f);
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      ref.scores(q.data(), KV.data(), stride, n, d, 0.125f, a.data());
+      k.scores(q.data(), KV.data(), stride, n, d, 0.125f, b.data());
+      for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(a[j], b[j], 2e-4f * std::sqrt(static_cast<float>(d))) << j;
+      std::vector<float> p = Random(static_cast<size_t>(n), rng, 0.0f, 2.0f / static_cast<float>(n));
+      std::vector<float> oa(static_cast<size_t>(d), 0.0f), ob(static_cast<size_t>(d), 0.0f);
+      ref.mix(p.data(), KV.data(), stride, n, d, oa.data());
+      k.mix(p.data(), KV.data(), stride, n, d, ob.data());
+      for (int64_t i = 0; i < d; ++i) EXPECT_NEAR(oa[i], ob[i], 1e-4f) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
