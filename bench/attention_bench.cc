@@ -1,6 +1,7 @@
 // Attention inner loops (runtime/kernels/attention.h) at each ISA level this
 // CPU runs: one query head against n cached keys of width d, the scores then
 // the weighted sum of the values, rows 4 KV heads apart as in a Qwen3 cache.
+// The buffers are 64-byte aligned like SequenceState's cache.
 // items_per_second counts keys; compare levels within one run.
 //   ./build/bench/attention_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/checked_alloc.h"
 #include "runtime/kernels/attention.h"
 
 namespace strata::kernels {
@@ -21,7 +23,8 @@ void BM_AttentionHead(benchmark::State& state, IsaLevel level, int64_t d, int64_
   const int64_t stride = 4 * d;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> q(static_cast<size_t>(d)), kv(static_cast<size_t>(n * stride)), scores(static_cast<size_t>(n)),
+  // 64-byte aligned, as SequenceState's cache is.
+  AlignedVector<float> q(static_cast<size_t>(d)), kv(static_cast<size_t>(n * stride)), scores(static_cast<size_t>(n)),
       o(static_cast<size_t>(d));
   for (float& x : q) x = u(rng);
   for (float& x : kv) x = u(rng);

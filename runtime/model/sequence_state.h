@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/arch/arch_spec.h"
+#include "runtime/base/checked_alloc.h"
 #include "runtime/base/status.h"
 
 namespace strata {
@@ -15,11 +16,13 @@ namespace strata {
 struct SequenceState {
   int64_t n_ctx = 0;   // positions the KV cache holds
   int64_t n_past = 0;  // positions already processed
-  // Per layer; empty for layers that do not use them.
-  std::vector<std::vector<float>> k;     // [n_ctx][n_head_kv * head_dim_k]
-  std::vector<std::vector<float>> v;     // [n_ctx][n_head_kv * head_dim_v]
-  std::vector<std::vector<float>> conv;  // [(d_conv - 1)][conv_dim]: the last inputs
-  std::vector<std::vector<float>> ssm;   // [n_v_heads][d_state (key)][d_state (value)]
+  // Per layer; empty for layers that do not use them. 64-byte aligned, so
+  // head rows of 16 floats or a multiple start on a cache line (SIMD loads
+  // in the attention and delta-rule loops never split a line).
+  std::vector<AlignedVector<float>> k;     // [n_ctx][n_head_kv * head_dim_k]
+  std::vector<AlignedVector<float>> v;     // [n_ctx][n_head_kv * head_dim_v]
+  std::vector<AlignedVector<float>> conv;  // [(d_conv - 1)][conv_dim]: the last inputs
+  std::vector<AlignedVector<float>> ssm;   // [n_v_heads][d_state (key)][d_state (value)]
 
   // Bytes a state for these hyperparameters and context takes.
   static uint64_t BytesFor(const HParams& hp, int64_t n_ctx);

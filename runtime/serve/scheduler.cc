@@ -65,7 +65,7 @@ struct Scheduler::Slot {
   std::vector<int32_t> cached;  // the tokens the state holds, in order (size == state.n_past)
   // Recurrent state at the last prompt but its last token (models with recurrent layers).
   int64_t snapshot_pos = -1;
-  std::vector<std::vector<float>> snapshot_conv, snapshot_ssm;
+  std::vector<AlignedVector<float>> snapshot_conv, snapshot_ssm;
   uint64_t last_used = 0;
 
   // The request in the slot.
