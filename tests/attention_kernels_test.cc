@@ -6,6 +6,9 @@
 
 #include "runtime/kernels/attention.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,6 +100,49 @@ TEST(AttentionKernels, MixAccumulatesWeightedRowsIntoO) {
       }
     }
   }
+}
+
+// No level reads outside the rows it is given: q, the last K/V row and the
+// cache's first row are placed against inaccessible pages (an out-of-bounds
+// read, masked tails included, is a SIGSEGV), for every tail of d.
+TEST(AttentionKernels, ReadNothingOutsideTheirRows) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = 64 * page;
+  auto* base = static_cast<uint8_t*>(
+      mmap(nullptr, bytes + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(base, MAP_FAILED);
+  ASSERT_EQ(mprotect(base, page, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(base + page + bytes, page, PROT_NONE), 0);
+  float* lo = static_cast<float*>(static_cast<void*>(base + page));         // right after the leading guard
+  float* hi = static_cast<float*>(static_cast<void*>(base + page + bytes));  // the trailing guard
+  std::mt19937_64 rng(14);
+  for (IsaLevel level : Levels()) {
+    const AttnKernels& k = AttnKernelsFor(level);
+    for (int64_t d : kDims) {
+      for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{9}}) {
+        SCOPED_TRACE(std::string(IsaName(level)) + " d=" + std::to_string(d) + " n=" + std::to_string(n));
+        const int64_t stride = d + 3, span = (n - 1) * stride + d;
+        const std::vector<float> rows = Random(static_cast<size_t>(span), rng);
+        const std::vector<float> qv = Random(static_cast<size_t>(d), rng);
+        // Rows ending at the trailing guard, q starting at the leading one.
+        float* K = hi - span;
+        std::copy(rows.begin(), rows.end(), K);
+        std::copy(qv.begin(), qv.end(), lo);
+        std::vector<float> scores(static_cast<size_t>(n)), o(static_cast<size_t>(d), 0.0f);
+        k.scores(lo, K, stride, n, d, 1.0f, scores.data());
+        k.mix(scores.data(), K, stride, n, d, o.data());
+        // Rows starting at the leading guard, q ending at the trailing one.
+        std::copy(rows.begin(), rows.end(), lo);
+        std::copy(qv.begin(), qv.end(), hi - d);
+        std::vector<float> scores2(static_cast<size_t>(n)), o2(static_cast<size_t>(d), 0.0f);
+        k.scores(hi - d, lo, stride, n, d, 1.0f, scores2.data());
+        k.mix(scores2.data(), lo, stride, n, d, o2.data());
+        EXPECT_EQ(scores, scores2);
+        EXPECT_EQ(o, o2);
+      }
+    }
+  }
+  munmap(base, bytes + 2 * page);
 }
 
 // The SIMD levels agree with the scalar reference (what --reference runs) as
