@@ -1,11 +1,10 @@
 // AVX2 + FMA attention inner loops (attention.h). Compiled with the AVX2
-// flags; called only through AttnKernelsFor(kAvx2 or above). Uses no inline
-// functions from shared headers, so no AVX2 copy of one can reach a baseline
-// caller through the linker.
+// flags; called only through AttnKernelsFor(kAvx2 or above). Its SIMD helpers
+// come from x86_simd.h, which puts them in this file's own ISA namespace, so
+// no AVX2 copy can reach a baseline caller through the linker.
 
-#include <immintrin.h>
-
-#include <cstdint>
+#define STRATA_KERNEL_NS avx2
+#include "runtime/kernels/x86_simd.h"
 
 namespace strata::kernels {
 
@@ -14,12 +13,7 @@ void AttnMixAvx2(const float* p, const float* V, int64_t stride, int64_t n, int6
 
 namespace {
 
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using avx2::HorizontalSum;
 
 // dot(q, k) over d values: two partial sums of 8 lanes, then a scalar tail.
 inline float Dot(const float* q, const float* k, int64_t d) {
