@@ -156,7 +156,7 @@ TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
     for (size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, std::fabs(chunked[i] - seq[i]));
     EXPECT_LT(worst, 1e-4f) << "split " << split;
   }
-  SetDeltaNetMode(DeltaNetMode::kAuto);
+  SetDeltaNetMode(DeltaNetMode::kSequential);  // the default
 }
 
 }  // namespace

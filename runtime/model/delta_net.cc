@@ -148,9 +148,7 @@ DeltaNetMode GetDeltaNetMode() {
   if (m < 0) {
     const char* e = std::getenv("STRATA_DELTA_NET");
     std::string s = e ? e : "";
-    m = s == "sequential" ? static_cast<int>(DeltaNetMode::kSequential)
-        : s == "chunked"  ? static_cast<int>(DeltaNetMode::kChunked)
-                          : static_cast<int>(DeltaNetMode::kAuto);
+    m = static_cast<int>(s == "chunked" ? DeltaNetMode::kChunked : DeltaNetMode::kSequential);
     g_mode.store(m);
   }
   return static_cast<DeltaNetMode>(m);
@@ -233,12 +231,11 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
 
   // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
   //    and per value head.
-  const DeltaNetMode mode = GetDeltaNetMode();
+  const bool chunked = GetDeltaNetMode() == DeltaNetMode::kChunked;
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
     const int64_t m = t1 - t0;
-    const bool chunked = mode == DeltaNetMode::kChunked;
     float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {

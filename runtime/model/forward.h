@@ -73,13 +73,14 @@ struct SequenceBatch {
 };
 
 // How gated delta-net layers run a prompt's recurrence (decode steps are
-// always sequential). kAuto runs the token-by-token form: measured side by
-// side with the chunked form on 512-token prompts of the Qwen3.6-35B-A3B
+// always sequential). The default is the token-by-token form: measured side
+// by side with the chunked form on 512-token prompts of the Qwen3.6-35B-A3B
 // shape, it prefilled 18-19% faster on this project's machines
 // (bench/results/cpu-runtime.md) and stays closer to llama.cpp (0.03 against
 // 0.44, docs/conformance.md). The chunked form is kept, tested equal, and
-// selectable: STRATA_DELTA_NET=sequential|chunked overrides.
-enum class DeltaNetMode { kAuto = 0, kSequential = 1, kChunked = 2 };
+// selectable: STRATA_DELTA_NET=chunked (any other value, or none, is the
+// default).
+enum class DeltaNetMode { kSequential = 0, kChunked = 1 };
 DeltaNetMode GetDeltaNetMode();
 void SetDeltaNetMode(DeltaNetMode mode);
 
