@@ -1,8 +1,9 @@
 // Attention inner loops (runtime/kernels/attention.h) at each ISA level this
 // CPU runs: one query head against n cached keys of width d, the scores then
 // the weighted sum of the values, rows 4 KV heads apart as in a Qwen3 cache.
-// The buffers are 64-byte aligned like SequenceState's cache.
-// items_per_second counts keys; compare levels within one run.
+// The cache buffer is 64-byte aligned like SequenceState's; the "/offset:16"
+// runs start it 16 bytes later (malloc's own alignment) to show what the
+// alignment is worth. items_per_second counts keys; compare within one run.
 //   ./build/bench/attention_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 #include <benchmark/benchmark.h>
@@ -18,21 +19,21 @@
 namespace strata::kernels {
 namespace {
 
-void BM_AttentionHead(benchmark::State& state, IsaLevel level, int64_t d, int64_t n) {
+void BM_AttentionHead(benchmark::State& state, IsaLevel level, int64_t d, int64_t n, int64_t offset_floats) {
   const AttnKernels& k = AttnKernelsFor(level);
   const int64_t stride = 4 * d;
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  // 64-byte aligned, as SequenceState's cache is.
-  AlignedVector<float> q(static_cast<size_t>(d)), kv(static_cast<size_t>(n * stride)), scores(static_cast<size_t>(n)),
-      o(static_cast<size_t>(d));
+  AlignedVector<float> q(static_cast<size_t>(d)), buf(static_cast<size_t>(n * stride + offset_floats)),
+      scores(static_cast<size_t>(n)), o(static_cast<size_t>(d));
+  float* kv = buf.data() + offset_floats;
   for (float& x : q) x = u(rng);
-  for (float& x : kv) x = u(rng);
+  for (float& x : buf) x = u(rng);
   for (auto _ : state) {
-    k.scores(q.data(), kv.data(), stride, n, d, 0.088f, scores.data());
+    k.scores(q.data(), kv, stride, n, d, 0.088f, scores.data());
     for (float& s : scores) s *= 1.0f / static_cast<float>(n);  // stands in for the softmax
     std::fill(o.begin(), o.end(), 0.0f);
-    k.mix(scores.data(), kv.data() + d, stride, n, d, o.data());
+    k.mix(scores.data(), kv + d, stride, n, d, o.data());
     benchmark::DoNotOptimize(o.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
@@ -49,8 +50,12 @@ int main(int argc, char** argv) {
       for (int64_t n : {64, 512, 4096}) {
         const std::string name = "AttentionHead/" + std::string(IsaName(level)) + "/d:" + std::to_string(d) +
                                  "/keys:" + std::to_string(n);
-        benchmark::RegisterBenchmark(name.c_str(), kernels::BM_AttentionHead, level, d, n)
+        benchmark::RegisterBenchmark(name.c_str(), kernels::BM_AttentionHead, level, d, n, int64_t{0})
             ->Unit(benchmark::kMicrosecond);
+        if (level != IsaLevel::kScalar && d == 128 && n <= 512)
+          benchmark::RegisterBenchmark((name + "/offset:16").c_str(), kernels::BM_AttentionHead, level, d, n,
+                                       int64_t{4})
+              ->Unit(benchmark::kMicrosecond);
       }
   }
   benchmark::Initialize(&argc, argv);

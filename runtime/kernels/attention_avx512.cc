@@ -1,7 +1,7 @@
 // AVX-512 attention inner loops (attention.h). Compiled with the AVX-512
-// flags; called only through AttnKernelsFor(kAvx512). Uses no inline
-// functions from shared headers (see attention_avx2.cc). Tails use masked
-// loads, so every d runs in vector registers.
+// flags; called only through AttnKernelsFor(kAvx512). It needs nothing but
+// intrinsics (no shared inline helpers that could be linked into baseline
+// code). Tails use masked loads, so every d runs in vector registers.
 
 #include <immintrin.h>
 
