@@ -49,7 +49,7 @@ class AlignedBuffer {
 // A std::vector allocator whose blocks start on a 64-byte boundary (a cache
 // line; one zmm load). glibc's malloc gives 16: rows read with 512-bit loads
 // (the KV cache in the attention kernels) would then split every load across
-// two lines, which measured up to 1.9x slower (docs/kernels.md).
+// two lines: an AVX-512 head measured 1.7x slower (bench/results/kernels.md).
 template <typename T>
 struct CacheLineAllocator {
   using value_type = T;
