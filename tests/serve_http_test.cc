@@ -416,7 +416,7 @@ TEST_F(ServeHttpTest, AFollowUpTurnReusesTheSlotAndTheLogSaysSo) {
 
 TEST_F(ServeHttpTest, AFullQueueAnswers503) {
   Start({"--parallel", "1", "--queue", "0"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
-  std::thread slow([&] { Post("/v1/completions", R"({"prompt":"slow","max_tokens":100})"); });
+  std::thread slow([&] { Post("/v1/completions", R"({"prompt":"slow","max_tokens":100,"ignore_eos":true})"); });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));
   auto r = Post("/v1/completions", R"({"prompt":"more","max_tokens":1})");
   ASSERT_TRUE(r);
@@ -432,7 +432,9 @@ TEST_F(ServeHttpTest, AClientThatDisconnectsFreesItsSlotAtOnce) {
   // 20 ms a step: 200 tokens would take 4 s; the slot must be free well before.
   Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
   for (bool stream : {true, false}) {
-    json body = {{"prompt", "a long answer"}, {"max_tokens", 200}, {"stream", stream}};
+    // ignore_eos: a random-weights model may sample end-of-text early, which
+    // would finish the request before the disconnect is noticed.
+    json body = {{"prompt", "a long answer"}, {"max_tokens", 200}, {"stream", stream}, {"ignore_eos", true}};
     const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                             "Content-Length: " + std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
     const double cancelled_before = Metrics()["requests_cancelled_total"].get<double>();
@@ -481,7 +483,7 @@ TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
   Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "50"}});
   std::string body;
   std::thread running([&] {
-    auto r = Post("/v1/completions", R"({"prompt":"endless","max_tokens":250,"stream":true})");
+    auto r = Post("/v1/completions", R"({"prompt":"endless","max_tokens":250,"stream":true,"ignore_eos":true})");
     if (r) body = r->body;
   });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));
