@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -62,8 +63,9 @@ class Importer {
                    "llama.cpp reads this key as u32; the stored value fits exactly");
       return true;
     }
-    if (gguf::IsFloatType(v.type) && v.f64 >= 0 && v.f64 <= UINT32_MAX && std::floor(v.f64) == v.f64) {
-      *out = static_cast<uint32_t>(v.f64);
+    std::optional<uint32_t> whole = gguf::IsFloatType(v.type) ? ExactCast<uint32_t>(v.f64) : std::nullopt;
+    if (whole) {
+      *out = *whole;
       log_->AddFix("float-type", key, Describe(v), StrFormat("u32 %u", *out),
                    "a whole number stored as a float; converted exactly");
       return true;
@@ -80,8 +82,14 @@ class Importer {
     if (v.type == ValueType::kF64 || v.is_integer()) {
       double d = v.type == ValueType::kF64 ? v.f64 : (v.is_signed_integer() ? static_cast<double>(v.i64)
                                                                             : static_cast<double>(v.u64));
-      float f = static_cast<float>(d);
-      bool exact = std::isfinite(d) && static_cast<double>(f) == d;
+      // A finite double beyond float's range has no f32 at all, even rounded.
+      std::optional<float> rounded = std::isfinite(d) ? ExactCast<float>(d) : std::nullopt;
+      if (!rounded) {
+        log_->Refuse(key, "expected f32, found " + Describe(v) + ", which is outside f32's finite range");
+        return false;
+      }
+      float f = *rounded;
+      bool exact = static_cast<double>(f) == d;
       if (!exact && !opts_.allow_unsafe_fixes) {
         log_->Refuse(key,
                      "expected f32, found " + Describe(v) + ", which f32 cannot hold exactly (nearest: " +
@@ -106,13 +114,14 @@ class Importer {
     }
     *out = {0, 0, 0, 0};
     for (uint64_t i = 0; i < v.count; ++i) {
-      int64_t x = v.IntAt(i);
-      if (v.elem_type == ValueType::kU64 && v.UIntAt(i) > INT32_MAX) x = -1;
-      if (x < 0 || x > INT32_MAX) {
-        log_->Refuse(key, StrFormat("expected non-negative 32-bit sections, found element %" PRIu64 " = %" PRId64, i, x));
+      std::optional<int32_t> x;
+      if (std::optional<int64_t> wide = v.IntAt(i)) x = ExactCast<int32_t>(*wide);
+      if (!x || *x < 0) {
+        log_->Refuse(key, StrFormat("expected non-negative 32-bit sections, found element %" PRIu64 " = ", i) +
+                              v.ElementText(i));
         return false;
       }
-      (*out)[i] = static_cast<int32_t>(x);
+      (*out)[i] = *x;
     }
     if (v.elem_type != ValueType::kI32 || v.count != 4)
       log_->AddFix(v.elem_type != ValueType::kI32 ? "integer-type" : "default", key, Describe(v),
@@ -132,15 +141,15 @@ class Importer {
     }
     uint32_t value = 0;
     for (uint64_t i = 0; i < v.count; ++i) {
-      int64_t x = v.IntAt(i);
-      if (x == 0) continue;
-      if (x < 0 || x > UINT32_MAX || (value != 0 && static_cast<uint32_t>(x) != value)) {
-        log_->Refuse(key, StrFormat("per-layer values must be 0 or one common value; found %" PRId64
-                                    " at layer %" PRIu64 " after %u",
-                                    x, i, value));
+      std::optional<uint32_t> x;
+      if (std::optional<uint64_t> wide = v.UIntAt(i)) x = ExactCast<uint32_t>(*wide);
+      if (x == 0u) continue;
+      if (!x || (value != 0 && *x != value)) {
+        log_->Refuse(key, "per-layer values must be 0 or one common value; found " + v.ElementText(i) +
+                              StrFormat(" at layer %" PRIu64 " after %u", i, value));
         return false;
       }
-      value = static_cast<uint32_t>(x);
+      value = *x;
     }
     if (value == 0) {
       log_->Refuse(key, "expected at least one non-zero entry, found all zeros");

@@ -27,9 +27,9 @@ nlohmann::json ValueJson(const Value& v, size_t max_array = 16) {
       for (uint64_t i = 0; i < v.count && i < max_array; ++i) {
         if (v.elem_type == ValueType::kString) items.push_back(std::string(v.strings[i]));
         else if (gguf::IsFloatType(v.elem_type)) items.push_back(v.FloatAt(i));
-        else if (v.elem_type == ValueType::kBool) items.push_back(v.IntAt(i) != 0);
-        else if (v.elem_type == ValueType::kU64) items.push_back(v.UIntAt(i));
-        else items.push_back(v.IntAt(i));
+        else if (v.elem_type == ValueType::kBool) items.push_back(v.IntAt(i).value_or(0) != 0);
+        else if (v.elem_type == ValueType::kU64) items.push_back(v.UIntAt(i).value_or(0));  // a u64 always fits
+        else items.push_back(v.IntAt(i).value_or(0));  // every other integer type fits int64
       }
       j["head"] = items;
       return j;
@@ -61,7 +61,7 @@ std::string ValueText(const Value& v) {
       s += '"';
     }
     else if (gguf::IsFloatType(v.elem_type)) s += StrFormat("%g", v.FloatAt(i));
-    else s += StrFormat("%" PRId64, v.IntAt(i));
+    else s += v.ElementText(i);
   }
   if (v.count > 8) s += ", ...";
   return s + "]";

@@ -25,6 +25,11 @@ struct PackOptions {
   uint64_t profile_tokens = 4096;     // --profile-tokens: at most this many corpus tokens are run
   DecodeCopyType decode_copies = DecodeCopyType::kNone;  // --decode-copies q8_0
   int threads = 0;                    // 0: all cores
+  // Blob alignment, a power of two >= 128 (the header must fit before the
+  // first blob). 4096 lets a serving machine read blobs with direct I/O and
+  // map them page by page; smaller values make the small packs that fuzz
+  // seeds and tests want. Not a strata-pack flag.
+  uint32_t blob_alignment = 4096;
 
   // The options that change the pack's bytes, as recorded in its provenance.
   std::vector<std::string> Recorded() const;

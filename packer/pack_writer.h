@@ -29,7 +29,8 @@ class PackWriter {
   PackWriter(PackWriter&&) noexcept;
   PackWriter& operator=(PackWriter&&) = delete;
 
-  static Result<PackWriter> Create(const std::string& path);
+  // `alignment`: a power of two >= pack::kHeaderSize (pack::kBlobAlignment by default).
+  static Result<PackWriter> Create(const std::string& path, uint32_t alignment = 4096);
 
   // A blob written in one piece.
   Result<BlobInfo> AddBlob(std::span<const uint8_t> bytes);
@@ -51,6 +52,7 @@ class PackWriter {
   bool in_blob_ = false;
   BlobInfo current_;
   uint64_t region_offset_ = 0;
+  uint32_t alignment_ = 4096;
 };
 
 }  // namespace strata

@@ -125,6 +125,7 @@ std::vector<std::string> PackOptions::Recorded() const {
   if (profile && profile_tokens != PackOptions{}.profile_tokens)
     r.push_back("--profile-tokens " + std::to_string(profile_tokens));
   if (decode_copies == DecodeCopyType::kQ8_0) r.push_back("--decode-copies q8_0");
+  if (blob_alignment != PackOptions{}.blob_alignment) r.push_back("blob alignment " + std::to_string(blob_alignment));
   return r;
 }
 
@@ -213,7 +214,7 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   }
   std::optional<ThreadPool> pool;
   if (copies.count > 0) pool.emplace(options.threads);
-  STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output));
+  STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output, options.blob_alignment));
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::vector<flatbuffers::Offset<fb::Blob>> blobs;
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;

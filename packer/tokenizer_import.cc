@@ -217,7 +217,7 @@ Status ReadScoresAndTypes(const Metadata& md, Vocab* v, std::vector<std::string>
                     StrFormat("%" PRIu64 " types", ty->value.count));
     uint64_t undefined = 0;
     for (uint64_t i = 0; i < n; ++i) {
-      int64_t t = ty->value.IntAt(i);
+      int64_t t = ty->value.IntAt(i).value_or(0);  // array[i32]: always a whole int64
       if (t == static_cast<int64_t>(TokenType::kByte)) STRATA_RETURN_IF_ERROR(CheckByteToken(md, *ty, *v, i));
       if (t >= 1 && t <= 6) {
         v->types[i] = static_cast<TokenType>(t);

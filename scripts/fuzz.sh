@@ -1,38 +1,91 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in a fuzz build for a bounded time, seeded with the
-# real files in ../shared/data and the project's own corpus.
-# -timeout is per input, after LLVMFuzzerInitialize: a 1 MiB tokenizer input
-# takes up to 6 s under ASan+coverage on 2 cores, so 30 s leaves room for a
-# slower machine while still catching a hang.
-#   bash scripts/fuzz.sh BUILD_DIR SECONDS
+# Runs every fuzz target of a fuzz build (clang, libFuzzer + ASan + UBSan) for
+# a number of executions, seeded with the checked-in corpus
+# (tests/fuzz/corpus/TARGET) and small deep seeds that strata-make-fuzz-seeds
+# writes (a GGUF and a pack per architecture, every value type, decode
+# copies, a profile), with a dictionary and an input size limit per target.
+# Fails when a target crashes, leaks, trips a sanitizer, hangs, or runs fewer
+# executions than asked (so a slow target cannot pass by doing nothing).
+#
+#   bash scripts/fuzz.sh BUILD_DIR [RUNS]        RUNS per target (default 120000)
+#   STRATA_FUZZ_TARGETS="gguf_reader_fuzz ..."   a subset
+#   STRATA_FUZZ_MAX_SECONDS=900                  per-target time cap (0: none)
+#   STRATA_FUZZ_JOBS=1                           parallel targets
+#
+# A campaign is the same command with more runs, e.g. 10 million per target:
+#   STRATA_FUZZ_MAX_SECONDS=0 bash scripts/fuzz.sh build-fuzz 10000000
+# Findings (crash-*, leak-*, timeout-*, oom-*) land in BUILD_DIR/fuzz-findings/TARGET/;
+# copy each one into tests/fuzz/corpus/TARGET/ with the fix, so it stays a
+# regression test (docs/fuzzing.md). Each target's log is BUILD_DIR/fuzz-logs/TARGET.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build-ci/fuzz}
-SECONDS_EACH=${2:-60}
+RUNS=${2:-120000}
+MAX_SECONDS=${STRATA_FUZZ_MAX_SECONDS:-900}
 DATA=${STRATA_DATA_DIR:-../shared/data}
-shopt -s nullglob
-# Seeds for the pack reader: small packs of the conformance fixtures.
-if [[ -x "$BUILD_DIR/packer/strata-pack" && -d "$DATA/conformance" ]]; then
-  mkdir -p "$BUILD_DIR/fuzz-seeds/packs"
-  for g in stories260k-q8_0 qwen3moe-q2_0 qwen35moe-q4_k_m; do
-    [[ -f "$BUILD_DIR/fuzz-seeds/packs/$g.strata" ]] ||
-      "$BUILD_DIR/packer/strata-pack" "$DATA/conformance/$g.gguf" -o "$BUILD_DIR/fuzz-seeds/packs/$g.strata" >/dev/null
-  done
-  # With Q8_0 decode copies and an expert profile (the default) to mutate.
-  [[ -f "$BUILD_DIR/fuzz-seeds/packs/qwen3moe-q2_0-copies.strata" ]] ||
-    "$BUILD_DIR/packer/strata-pack" "$DATA/conformance/qwen3moe-q2_0.gguf" --decode-copies q8_0 \
-      -o "$BUILD_DIR/fuzz-seeds/packs/qwen3moe-q2_0-copies.strata" >/dev/null
-fi
-for bin in "$BUILD_DIR"/tests/*_fuzz; do
-  name=$(basename "$bin")
-  corpus="$BUILD_DIR/fuzz-corpus/$name"
-  mkdir -p "$corpus"
-  seeds=()
-  case "$name" in
-    gguf_reader_fuzz) seeds=("$DATA"/models "$DATA"/conformance "$DATA"/tokenizer) ;;
-    pack_reader_fuzz) [[ -d "$BUILD_DIR/fuzz-seeds/packs" ]] && seeds=("$BUILD_DIR/fuzz-seeds/packs") ;;
+export STRATA_DATA_DIR=$DATA
+
+targets=(${STRATA_FUZZ_TARGETS:-gguf_reader_fuzz pack_reader_fuzz serve_request_fuzz tokenizer_fuzz})
+
+# Input size limits that match what each target parses: a GGUF's header,
+# metadata and tensor table with tiny tensors; a small pack (128-byte blob
+# alignment) of a per-architecture seed; one request body; one text to tokenize.
+max_len() {
+  case "$1" in
+    gguf_reader_fuzz) echo 81920 ;;
+    pack_reader_fuzz) echo 98304 ;;
+    serve_request_fuzz) echo 16384 ;;
+    tokenizer_fuzz) echo 8192 ;;
+    *) echo 65536 ;;
   esac
-  echo "fuzz: $name for ${SECONDS_EACH}s"
-  ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=4096 \
-    -max_len=1048576 -print_final_stats=1 "$corpus" "${seeds[@]}" 2>&1 | tail -n 12
+}
+
+seeds_dir="$BUILD_DIR/fuzz-seeds"
+if [[ ! -f "$seeds_dir/.done" ]]; then
+  rm -rf "$seeds_dir"
+  "$BUILD_DIR/tests/strata-make-fuzz-seeds" "$seeds_dir" >/dev/null
+  touch "$seeds_dir/.done"
+fi
+
+fail=0
+summary=()
+for name in "${targets[@]}"; do
+  bin="$BUILD_DIR/tests/$name"
+  [[ -x "$bin" ]] || { echo "fuzz: $bin missing (configure with -DSTRATA_FUZZ=ON)"; exit 1; }
+  corpus="$BUILD_DIR/fuzz-corpus/$name"
+  findings="$BUILD_DIR/fuzz-findings/$name"
+  log="$BUILD_DIR/fuzz-logs/$name.log"
+  mkdir -p "$corpus" "$findings" "$(dirname "$log")"
+  inputs=("$corpus")
+  [[ -d "tests/fuzz/corpus/$name" ]] && inputs+=("tests/fuzz/corpus/$name")
+  [[ -d "$seeds_dir/$name" ]] && inputs+=("$seeds_dir/$name")
+  echo "fuzz: $name: $RUNS runs, inputs <= $(max_len "$name") bytes"
+  t0=$(date +%s)
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$bin" -runs="$RUNS" -max_total_time="$MAX_SECONDS" -timeout=30 -rss_limit_mb=4096 \
+    -max_len="$(max_len "$name")" -dict="tests/fuzz/dict/$name.dict" -print_final_stats=1 \
+    -artifact_prefix="$findings/" "${inputs[@]}" >"$log" 2>&1
+  rc=$?
+  set -e
+  secs=$(( $(date +%s) - t0 ))
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+  line="$name: ${execs:-0} executions in ${secs}s, cov ${cov:-?} ft ${ft:-?}, corpus $(ls "$corpus" | wc -l) inputs"
+  if (( rc != 0 )); then
+    tail -n 40 "$log"
+    line+=" -- FAILED (exit $rc; findings in $findings)"
+    fail=1
+  elif (( ${execs:-0} < RUNS )); then
+    tail -n 5 "$log"
+    line+=" -- FAILED (fewer than $RUNS executions within ${MAX_SECONDS}s)"
+    fail=1
+  fi
+  echo "fuzz: $line"
+  summary+=("$line")
 done
+echo "fuzz summary:"
+printf '  %s\n' "${summary[@]}"
+exit $fail

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -117,6 +119,43 @@ TEST(GgufReader, AllThirteenValueTypesRoundTrip) {
   EXPECT_EQ(r->Find("a.arr_str")->value.TypeString(), "array[string]");
   EXPECT_TRUE(r->tensors.empty());
   EXPECT_EQ(r->data_offset, bytes.size());  // no tensors: no padding
+}
+
+// Issue 12: float and u64 array elements read as integers go through
+// ExactCast: out-of-range values, NaN and fractions are refused, never cast.
+TEST(GgufReader, ArrayElementsConvertOnlyWhenExact) {
+  GgufBuilder b;
+  b.F64Array("a.f64", {6.2e223, -3.0, 2.5, std::nan(""), -9223372036854775808.0, 9223372036854775808.0})
+      .F32Array("a.f32", {1.8e28f, 4.1e31f, 7.0f, -0.0f, std::numeric_limits<float>::infinity()})
+      .U64Array("a.u64", {UINT64_MAX, 5})
+      .I32Array("a.i32", {-1});
+  auto bytes = b.Build();
+  auto r = ParseGguf("t.gguf", bytes);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& f64 = r->Find("a.f64")->value;
+  EXPECT_EQ(f64.IntAt(0), std::nullopt);
+  EXPECT_EQ(f64.IntAt(1), -3);
+  EXPECT_EQ(f64.UIntAt(1), std::nullopt);
+  EXPECT_EQ(f64.IntAt(2), std::nullopt);
+  EXPECT_EQ(f64.IntAt(3), std::nullopt);
+  EXPECT_EQ(f64.IntAt(4), INT64_MIN);
+  EXPECT_EQ(f64.IntAt(5), std::nullopt);
+  EXPECT_EQ(f64.UIntAt(5), 9223372036854775808ull);
+  EXPECT_EQ(f64.ElementText(0), "6.2e+223");
+  EXPECT_EQ(f64.ElementText(3), "nan");
+  const auto& f32 = r->Find("a.f32")->value;
+  EXPECT_EQ(f32.IntAt(0), std::nullopt);
+  EXPECT_EQ(f32.IntAt(1), std::nullopt);
+  EXPECT_EQ(f32.UIntAt(2), 7u);
+  EXPECT_EQ(f32.IntAt(3), 0);
+  EXPECT_EQ(f32.IntAt(4), std::nullopt);
+  const auto& u64 = r->Find("a.u64")->value;
+  EXPECT_EQ(u64.IntAt(0), std::nullopt);
+  EXPECT_EQ(u64.UIntAt(0), UINT64_MAX);
+  EXPECT_EQ(u64.ElementText(0), "18446744073709551615");
+  EXPECT_EQ(u64.IntAt(1), 5);
+  EXPECT_EQ(r->Find("a.i32")->value.UIntAt(0), std::nullopt);
+  EXPECT_EQ(r->Find("a.i32")->value.ElementText(0), "-1");
 }
 
 TEST(GgufReader, AcceptsVersion2AndCustomAlignment) {

@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <cstring>
 #include <random>
 
@@ -357,6 +359,46 @@ TEST_F(PackCorruption, CorruptTokenizerSectionIsCaughtWhenLoaded) {
   EXPECT_FALSE(ValidatePack(out, {}).ok());
 }
 
+// Counts that bound what a section may decompress to are checked before it
+// is decompressed: a tiny manifest edit must not make the reader allocate
+// gigabytes (found by review for issue 12: n_merges * 4 bytes of merge_ends).
+TEST_F(PackCorruption, TokenizerCountsAreBoundedBeforeDecompression) {
+  struct Case {
+    const char* name;
+    std::function<void(fb::ManifestT&)> edit;
+    const char* expect;
+  } cases[] = {
+      {"n_merges", [](fb::ManifestT& m) { m.tokenizer->n_merges = 0xFFFFFFFFu; }, "n_merges: expected at most"},
+      {"n_tokens", [](fb::ManifestT& m) { m.tokenizer->n_tokens = 0xFFFFFFFFu; }, "n_tokens: expected at most"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string out = dir_ + "/" + c.name + ".strata";
+    ASSERT_TRUE(RewriteManifest(good_, out, c.edit).ok());
+    auto p = Pack::Open(out);
+    if (!p.ok()) continue;  // refused even earlier: as good
+    auto v = VocabFromManifest(*(*p)->manifest().tokenizer(), out);
+    ASSERT_FALSE(v.ok());
+    EXPECT_THAT(v.status().message(), HasSubstr(c.expect));
+  }
+}
+
+// Hyperparameters the forward pass uses as floats must be finite.
+TEST_F(PackCorruption, NonFiniteScalesAreRefused) {
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity(), -1.0f}) {
+    SCOPED_TRACE(bad);
+    std::string out = dir_ + "/scale.strata";
+    ASSERT_TRUE(RewriteManifest(good_, out, [&](fb::ManifestT& m) { m.hparams->attn_scale = bad; }).ok());
+    auto p = Pack::Open(out);
+    ASSERT_FALSE(p.ok());
+    EXPECT_THAT(p.status().message(), HasSubstr("attn_scale"));
+    ASSERT_TRUE(RewriteManifest(good_, out, [&](fb::ManifestT& m) { m.hparams->rope_freq_scale = bad; }).ok());
+    p = Pack::Open(out);
+    ASSERT_FALSE(p.ok());
+    EXPECT_THAT(p.status().message(), HasSubstr("rope_freq_scale"));
+  }
+}
+
 TEST_F(PackCorruption, NewerMajorVersionIsReportedAsSuch) {
   auto b = bytes_;
   b[pack::off::kFormatMajor] = 2;
@@ -404,6 +446,29 @@ TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
        {"RoPE scaling", "does not implement"}},
       {"f64_inexact", [](testing::GgufBuilder& b) { b.F64("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6); },
        {"f32 cannot hold exactly", "--allow-unsafe-fixes"}},
+      // Floats and wide integers where an integer is read (issue 12): each is
+      // refused by value through ExactCast, never converted (UBSan's
+      // float-cast-overflow would stop this test on a raw cast).
+      {"f64_huge_as_u32", [](testing::GgufBuilder& b) { b.F64("qwen3moe.expert_used_count", 6.2e223); },
+       {"qwen3moe.expert_used_count", "unsigned 32-bit", "f64 6.2e+223"}},
+      {"f32_huge_as_u32", [](testing::GgufBuilder& b) { b.F32("qwen3moe.expert_count", 1.8e28f); },
+       {"qwen3moe.expert_count", "unsigned 32-bit", "f32 1.8e+28"}},
+      {"f32_nan_as_u32", [](testing::GgufBuilder& b) { b.F32("qwen3moe.block_count", std::nanf("")); },
+       {"qwen3moe.block_count", "unsigned 32-bit", "nan"}},
+      {"f32_fraction_as_u32", [](testing::GgufBuilder& b) { b.F32("qwen3moe.block_count", 3.5f); },
+       {"qwen3moe.block_count", "unsigned 32-bit", "f32 3.5"}},
+      {"f64_negative_as_u32", [](testing::GgufBuilder& b) { b.F64("qwen3moe.block_count", -3.0); },
+       {"qwen3moe.block_count", "unsigned 32-bit", "f64 -3"}},
+      {"f64_beyond_f32", [](testing::GgufBuilder& b) { b.F64("qwen3moe.attention.layer_norm_rms_epsilon", 1e300); },
+       {"qwen3moe.attention.layer_norm_rms_epsilon", "outside f32's finite range"}},
+      {"array_as_u32", [](testing::GgufBuilder& b) { b.F64Array("qwen3moe.attention.head_count_kv", {4.1e31, 2, 2}); },
+       {"qwen3moe.attention.head_count_kv", "unsigned 32-bit", "array[f64, 3]"}},
+      {"bos_as_f64", [](testing::GgufBuilder& b) { b.F64("tokenizer.ggml.bos_token_id", 6.2e223); },
+       {"tokenizer.ggml.bos_token_id", "integer token id"}},
+      {"token_types_as_f32", [](testing::GgufBuilder& b) {
+         b.F32Array("tokenizer.ggml.token_type", std::vector<float>(1000, std::nanf("")));
+       },
+       {"tokenizer.ggml.token_type", "array[i32]"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -427,6 +492,41 @@ TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
       return all;
     }(), HasSubstr(e)) << c.name;
     EXPECT_FALSE(FileExists(out)) << c.name;
+  }
+}
+
+// qwen35moe's per-layer head_count_kv: each element converts exactly or the
+// key is refused naming the layer and the value.
+TEST(PackRefusals, PerLayerArraysConvertOnlyExactly) {
+  std::string dir = testing::ScratchDir("pack_per_layer");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen35Moe;
+  s.hp = testing::TinyQwen35MoeHParams();
+  struct Case {
+    const char* name;
+    std::function<void(testing::GgufBuilder&)> edit;
+    std::string expect;
+  } cases[] = {
+      {"u64_beyond_u32", [](testing::GgufBuilder& b) {
+         b.U64Array("qwen35moe.attention.head_count_kv", {0, 0, 0, (1ull << 63) + 5});
+       }, "found 9223372036854775813 at layer 3"},
+      {"f64_elements", [](testing::GgufBuilder& b) {
+         b.F64Array("qwen35moe.attention.head_count_kv", {0, 0, 0, 6.2e223});
+       }, "array of 4 integers"},
+      {"u64_sections", [](testing::GgufBuilder& b) {
+         b.U64Array("qwen35moe.rope.dimension_sections", {3, ~0ull, 2, 0});
+       }, "found element 1 = 18446744073709551615"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    c.edit(*b);
+    std::string gguf = dir + "/" + c.name + ".gguf";
+    ASSERT_TRUE(b->WriteFile(gguf).ok());
+    auto r = PackFile(gguf, dir + "/" + c.name + ".strata");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expect));
   }
 }
 

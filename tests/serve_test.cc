@@ -185,6 +185,10 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":0})", "max_tokens", "[1, 256]"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":100000})", "max_tokens", "[1, 256]"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":"5"})", "max_tokens", "integer"},
+      // Whole floats beyond int64 are refused by value, never cast (issue 12).
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":1e300})", "max_tokens", "[1, 256]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":9223372036854775808.0})", "max_tokens", "[1, 256]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":-1e300})", "max_tokens", "[1, 256]"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":1,"max_completion_tokens":1})", "max_completion_tokens", "not both"},
       {ApiKind::kChat, "{" + m + R"(,"stop":5})", "stop", "string or an array"},
       {ApiKind::kChat, "{" + m + R"(,"stop":[""]})", "stop", "empty"},

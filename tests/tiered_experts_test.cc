@@ -27,6 +27,7 @@
 namespace strata {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 ExpertCacheConfig Config(int32_t slots, int32_t pinned, CachePolicy p, bool per_layer = false) {
@@ -258,6 +259,22 @@ TEST_F(WithModel, RoutingTraceRecordsPromptsAsTokenByTokenAndRoundTrips) {
   {
     std::ofstream(dir_ + "/short.trace") << "strata-routing-trace 1\nlayers 4 experts 8 k 2\n1:0.5 2:0.1 | 1:1 2:1\n";
     EXPECT_EQ(ReadRoutingTrace(dir_ + "/short.trace").status().code(), StatusCode::kDataLoss);
+  }
+  // Counts beyond 32 bits and probabilities that are not numbers in [0, 1]
+  // are refused (sscanf's %u was undefined on overflow; NaN broke the sort).
+  // The header must be exactly the three counts.
+  for (const char* body : {"layers 99999999999 experts 8 k 2\n", "layers 4 experts 8 k 2 x\n",
+                           "layers -4 experts 8 k 2\n"}) {
+    std::ofstream(dir_ + "/hdr.trace") << "strata-routing-trace 1\n" << body;
+    auto r = ReadRoutingTrace(dir_ + "/hdr.trace");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_THAT(r.status().message(), HasSubstr("line 2")) << body;
+  }
+  for (const char* p : {"nan", "inf", "-0.5", "x"}) {
+    std::ofstream(dir_ + "/p.trace") << "strata-routing-trace 1\nlayers 1 experts 8 k 1\n1:" << p << "\n";
+    auto r = ReadRoutingTrace(dir_ + "/p.trace");
+    ASSERT_FALSE(r.ok()) << p;
+    EXPECT_THAT(r.status().message(), AllOf(HasSubstr("line 3"), HasSubstr("probability"))) << p;
   }
   EXPECT_EQ(ReadRoutingTrace(dir_ + "/none.trace").status().code(), StatusCode::kNotFound);
 }

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "runtime/base/checked_cast.h"
 #include "runtime/base/checked_math.h"
 #include "runtime/base/strings.h"
 
@@ -211,7 +212,7 @@ T LoadAt(const uint8_t* p, uint64_t i) {
 }
 }  // namespace
 
-int64_t Value::IntAt(uint64_t i) const {
+std::optional<int64_t> Value::IntAt(uint64_t i) const {
   switch (elem_type) {
     case ValueType::kU8: case ValueType::kBool: return LoadAt<uint8_t>(elems, i);
     case ValueType::kI8: return LoadAt<int8_t>(elems, i);
@@ -219,17 +220,25 @@ int64_t Value::IntAt(uint64_t i) const {
     case ValueType::kI16: return LoadAt<int16_t>(elems, i);
     case ValueType::kU32: return LoadAt<uint32_t>(elems, i);
     case ValueType::kI32: return LoadAt<int32_t>(elems, i);
-    case ValueType::kU64: return static_cast<int64_t>(LoadAt<uint64_t>(elems, i));
+    case ValueType::kU64: return ExactCast<int64_t>(LoadAt<uint64_t>(elems, i));
     case ValueType::kI64: return LoadAt<int64_t>(elems, i);
-    case ValueType::kF32: return static_cast<int64_t>(LoadAt<float>(elems, i));
-    case ValueType::kF64: return static_cast<int64_t>(LoadAt<double>(elems, i));
-    default: return 0;
+    case ValueType::kF32: return ExactCast<int64_t>(LoadAt<float>(elems, i));
+    case ValueType::kF64: return ExactCast<int64_t>(LoadAt<double>(elems, i));
+    default: return std::nullopt;
   }
 }
 
-uint64_t Value::UIntAt(uint64_t i) const {
-  if (elem_type == ValueType::kU64) return LoadAt<uint64_t>(elems, i);
-  return static_cast<uint64_t>(IntAt(i));
+std::optional<uint64_t> Value::UIntAt(uint64_t i) const {
+  switch (elem_type) {
+    case ValueType::kU64: return LoadAt<uint64_t>(elems, i);
+    case ValueType::kF32: return ExactCast<uint64_t>(LoadAt<float>(elems, i));
+    case ValueType::kF64: return ExactCast<uint64_t>(LoadAt<double>(elems, i));
+    default: {
+      std::optional<int64_t> x = IntAt(i);
+      if (!x) return std::nullopt;
+      return ExactCast<uint64_t>(*x);
+    }
+  }
 }
 
 double Value::FloatAt(uint64_t i) const {
@@ -237,7 +246,18 @@ double Value::FloatAt(uint64_t i) const {
     case ValueType::kF32: return static_cast<double>(LoadAt<float>(elems, i));
     case ValueType::kF64: return LoadAt<double>(elems, i);
     case ValueType::kU64: return static_cast<double>(LoadAt<uint64_t>(elems, i));
-    default: return static_cast<double>(IntAt(i));
+    default: return static_cast<double>(IntAt(i).value_or(0));
+  }
+}
+
+std::string Value::ElementText(uint64_t i) const {
+  switch (elem_type) {
+    case ValueType::kString: return "\"" + Printable(strings[i], 60) + "\"";
+    case ValueType::kF32: return NumberText(LoadAt<float>(elems, i));
+    case ValueType::kF64: return NumberText(LoadAt<double>(elems, i));
+    case ValueType::kU64: return NumberText(LoadAt<uint64_t>(elems, i));
+    case ValueType::kBool: return LoadAt<uint8_t>(elems, i) ? "true" : "false";
+    default: return NumberText(IntAt(i).value_or(0));
   }
 }
 

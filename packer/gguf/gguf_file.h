@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,11 +76,16 @@ struct Value {
   bool is_array() const { return type == ValueType::kArray; }
   bool is_integer() const { return IsIntegerType(type); }
   bool is_signed_integer() const;
-  // Element i of a numeric or bool array, widened. REQUIRES: i < count and
-  // a non-string array.
-  int64_t IntAt(uint64_t i) const;
-  uint64_t UIntAt(uint64_t i) const;
+  // Element i of a numeric or bool array. REQUIRES: i < count and a
+  // non-string array. IntAt and UIntAt give the element exactly, through
+  // ExactCast (runtime/base/checked_cast.h): nullopt when it is not a whole
+  // number in the result's range (a float with a fraction, NaN, 6.2e223, a
+  // negative for UIntAt, a u64 above INT64_MAX for IntAt). FloatAt widens.
+  std::optional<int64_t> IntAt(uint64_t i) const;
+  std::optional<uint64_t> UIntAt(uint64_t i) const;
   double FloatAt(uint64_t i) const;
+  // Element i as text in its own type ("-3", "18446744073709551615", "6.2e+223").
+  std::string ElementText(uint64_t i) const;
   // Short human description: "u32 2048", "string \"qwen3moe\"", "array[string, 151936]".
   std::string Describe() const;
   // "u32", or "array[i32]".

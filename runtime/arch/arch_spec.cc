@@ -377,6 +377,12 @@ Status CheckHParams(Arch arch, const HParams& hp) {
   if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base))
     return DataLoss(StrFormat("%s hyperparameter rope.freq_base: expected a positive finite number, found %g",
                               a.c_str(), static_cast<double>(hp.rope_freq_base)));
+  if (!(hp.rope_freq_scale > 0.0f) || !std::isfinite(hp.rope_freq_scale))
+    return DataLoss(StrFormat("%s hyperparameter rope_freq_scale: expected a positive finite number, found %g",
+                              a.c_str(), static_cast<double>(hp.rope_freq_scale)));
+  if (!(hp.attn_scale >= 0.0f) || !std::isfinite(hp.attn_scale))
+    return DataLoss(StrFormat("%s hyperparameter attn_scale: expected 0 (1/sqrt(head_dim)) or a positive finite "
+                              "number, found %g", a.c_str(), static_cast<double>(hp.attn_scale)));
   if (arch == Arch::kLlama) {
     STRATA_RETURN_IF_ERROR(range("feed_forward_length", hp.n_ff, 1, kMaxFf));
   } else {

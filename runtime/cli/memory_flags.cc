@@ -1,5 +1,7 @@
 #include "runtime/cli/memory_flags.h"
 
+#include <cmath>
+
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -71,7 +73,9 @@ Result<RunMemoryOptions> MemoryFlags::Resolve() const {
   if (expert_pinned < -1) return InvalidArgument("--expert-pinned: expected 0 or more");
   o.expert_pinned = expert_pinned;
   STRATA_ASSIGN_OR_RETURN(o.expert_policy, ParseCachePolicy(expert_policy));
-  if (expert_half_life < 0) return InvalidArgument("--expert-half-life: expected 0 (default) or more");
+  if (!std::isfinite(expert_half_life) || expert_half_life < 0)
+    return InvalidArgument(StrFormat("--expert-half-life: expected a finite number, 0 (default) or more, found %g",
+                                     expert_half_life));
   o.expert_half_life = expert_half_life;
   o.expert_profile = expert_profile;
   if (expert_device == "none" && (expert_pinned > 0 || (expert_slots != "auto" && o.expert_slots > 0)))

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -58,9 +59,19 @@ Result<std::vector<int32_t>> ParseIds(const std::string& s) {
   return ids;
 }
 
+// Prompt and text files: the tokenizers index text with 32-bit offsets, and no
+// context holds more than a few million tokens, so 256 MiB is far past any
+// real prompt and well short of where an offset could wrap.
+constexpr uint64_t kMaxTextFileBytes = 256ull << 20;
+
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return NotFound(path + ": cannot open");
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxTextFileBytes)
+    return InvalidArgument(StrFormat("%s: expected a text file of at most %" PRIu64 " MiB, found %" PRIu64 " bytes",
+                                     path.c_str(), kMaxTextFileBytes >> 20, size));
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();

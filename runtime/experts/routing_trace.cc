@@ -1,8 +1,11 @@
 #include "runtime/experts/routing_trace.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "runtime/base/atomic_file.h"
@@ -137,8 +140,24 @@ Result<RoutingTrace> ReadRoutingTrace(const std::string& path) {
   if (!std::getline(in, line) || line != "strata-routing-trace 1")
     return bad(1, "'strata-routing-trace 1'", line);
   RoutingTrace t;
-  if (!std::getline(in, line) ||
-      std::sscanf(line.c_str(), "layers %u experts %u k %u", &t.n_layer, &t.n_expert, &t.k) != 3 ||
+  // sscanf's %u is undefined for a number out of range: parse each count with
+  // from_chars, which reports overflow.
+  auto header = [&](const std::string& s) {
+    const char* c = s.c_str();
+    const char* end = c + s.size();
+    uint32_t* fields[] = {&t.n_layer, &t.n_expert, &t.k};
+    const char* words[] = {"layers ", " experts ", " k "};
+    for (int i = 0; i < 3; ++i) {
+      size_t w = std::strlen(words[i]);
+      if (static_cast<size_t>(end - c) < w || std::memcmp(c, words[i], w) != 0) return false;
+      c += w;
+      auto [p, ec] = std::from_chars(c, end, *fields[i]);
+      if (ec != std::errc() || p == c) return false;
+      c = p;
+    }
+    return c == end;
+  };
+  if (!std::getline(in, line) || !header(line) ||
       t.n_layer == 0 || t.n_layer > 4096 || t.n_expert == 0 || t.n_expert > 65536 || t.k == 0 || t.k > t.n_expert)
     return bad(2, "'layers L experts E k K' (1..4096 layers, 1..65536 experts, 1 <= K <= E)", line);
   uint64_t line_no = 2;
@@ -163,7 +182,8 @@ Result<RoutingTrace> ReadRoutingTrace(const std::string& path) {
           return bad(line_no, StrFormat("expert:probability with an expert id below %u (layer %u)", t.n_expert, l), line);
         c = end + 1;
         float p = std::strtof(c, &end);
-        if (end == c) return bad(line_no, "a probability after ':'", line);
+        if (end == c || !std::isfinite(p) || p < 0)
+          return bad(line_no, "a finite probability >= 0 after ':'", line);
         c = end;
         t.experts.push_back(static_cast<int32_t>(e));
         t.probs.push_back(p);

@@ -6,6 +6,8 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "runtime/arch/arch_spec.h"
+#include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -45,15 +47,25 @@ std::vector<uint8_t> AsBytes(const std::vector<T>& v) {
   return b;
 }
 
-// Strings as one concatenation plus uint32 end offsets.
-void Concat(const std::vector<std::string>& strs, std::vector<uint8_t>* bytes, std::vector<uint8_t>* ends) {
+// Strings as one concatenation plus uint32 end offsets. Refuses a total the
+// reader would refuse (kMaxSectionBytes), before any offset could wrap.
+Status Concat(const std::vector<std::string>& strs, std::string_view what, std::vector<uint8_t>* bytes,
+              std::vector<uint8_t>* ends) {
+  uint64_t total = 0;
+  for (const auto& s : strs) total += s.size();
+  if (total > kMaxSectionBytes)
+    return InvalidArgument(StrFormat("tokenizer %s: %" PRIu64 " bytes in all; a pack holds at most %" PRIu64,
+                                     std::string(what).c_str(), total, kMaxSectionBytes));
   std::vector<uint32_t> e;
   e.reserve(strs.size());
+  bytes->reserve(static_cast<size_t>(total));
   for (const auto& s : strs) {
     bytes->insert(bytes->end(), s.begin(), s.end());
-    e.push_back(static_cast<uint32_t>(bytes->size()));
+    STRATA_ASSIGN_OR_RETURN(uint32_t end, CheckedCast<uint32_t>(uint64_t{bytes->size()}, what, StatusCode::kInternal));
+    e.push_back(end);
   }
   *ends = AsBytes(e);
+  return Status::Ok();
 }
 
 Status SplitStrings(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>& ends_raw, uint32_t count,
@@ -89,8 +101,8 @@ Result<flatbuffers::Offset<fb::Tokenizer>> BuildTokenizer(flatbuffers::FlatBuffe
                                                           bool compress) {
   Status st;
   std::vector<uint8_t> tok_bytes, tok_ends, merge_bytes, merge_ends;
-  Concat(v.tokens, &tok_bytes, &tok_ends);
-  Concat(v.merges, &merge_bytes, &merge_ends);
+  STRATA_RETURN_IF_ERROR(Concat(v.tokens, "token text", &tok_bytes, &tok_ends));
+  STRATA_RETURN_IF_ERROR(Concat(v.merges, "merges", &merge_bytes, &merge_ends));
   std::vector<uint8_t> types(v.types.size());
   for (size_t i = 0; i < v.types.size(); ++i) types[i] = static_cast<uint8_t>(v.types[i]);
   auto s_tok = MakeSection(b, tok_bytes, compress, &st);
@@ -183,6 +195,12 @@ Result<Vocab> VocabFromManifest(const fb::Tokenizer& t, std::string_view name) {
   v.model = static_cast<VocabModel>(t.model());
   v.pre = t.pre() ? t.pre()->str() : "default";
   const uint32_t n = t.n_tokens();
+  // The counts bound what the sections below may decompress to, so they are
+  // checked first: a tiny zstd frame must not make the reader allocate
+  // gigabytes. A vocabulary has at most kMaxVocab tokens (as the packer
+  // enforces), and every merge is at least 2 bytes of merge_bytes (a
+  // non-empty left side, then the separating space).
+  if (n > kMaxVocab) return ctx(DataLoss(StrFormat("n_tokens: expected at most %u, found %u", kMaxVocab, n)));
   auto tok_bytes = DecodeSection(t.token_bytes(), "token_bytes", kMaxSectionBytes);
   if (!tok_bytes.ok()) return ctx(tok_bytes.status());
   auto tok_ends = DecodeSection(t.token_ends(), "token_ends", uint64_t{n} * 4);
@@ -209,6 +227,9 @@ Result<Vocab> VocabFromManifest(const fb::Tokenizer& t, std::string_view name) {
   }
   auto merge_bytes = DecodeSection(t.merge_bytes(), "merge_bytes", kMaxSectionBytes);
   if (!merge_bytes.ok()) return ctx(merge_bytes.status());
+  if (uint64_t{t.n_merges()} * 2 > merge_bytes->size())
+    return ctx(DataLoss(StrFormat("n_merges: expected at most %zu (2 bytes or more each in %zu bytes of merges), "
+                                  "found %u", merge_bytes->size() / 2, merge_bytes->size(), t.n_merges())));
   auto merge_ends = DecodeSection(t.merge_ends(), "merge_ends", uint64_t{t.n_merges()} * 4);
   if (!merge_ends.ok()) return ctx(merge_ends.status());
   s = SplitStrings(*merge_bytes, *merge_ends, t.n_merges(), "merge", &v.merges);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
 
 namespace strata::serve {
@@ -67,9 +68,11 @@ std::optional<ApiError> GetInt(const json& body, const char* name, int64_t lo, i
   if (v->is_number_float()) {
     double d = v->get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) return WrongType(name, "an integer", *v);
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    // Compared as integers: (double)hi rounds up for hi >= 2^53.
+    std::optional<int64_t> i = ExactCast<int64_t>(d);
+    if (!i || *i < lo || *i > hi)
       return OutOfRange(name, StrFormat("in [%lld, %lld]", static_cast<long long>(lo), static_cast<long long>(hi)), d);
-    *out = static_cast<int64_t>(d);
+    *out = *i;
     return std::nullopt;
   }
   if (!v->is_number_integer()) return WrongType(name, "an integer", *v);

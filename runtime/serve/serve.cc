@@ -2,11 +2,14 @@
 // can say 503 while loading), load and plan, serve, and on SIGINT/SIGTERM
 // stop accepting, let running requests finish (or cancel them), exit 0.
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -24,6 +27,16 @@
 
 namespace strata::serve {
 namespace {
+
+// A test hook's milliseconds (an environment variable only tests set):
+// digits only, at most a minute; anything else is no delay.
+int TestHookMs(const char* text) {
+  int ms = 0;
+  const char* end = text + std::strlen(text);
+  auto [p, ec] = std::from_chars(text, end, ms);
+  if (ec != std::errc() || p != end || ms < 0) return 0;
+  return std::min(ms, 60000);
+}
 
 std::atomic<int> g_signals{0};  // lock-free: safe to touch in a signal handler
 
@@ -93,7 +106,7 @@ int Serve(const ServeOptions& options) {
 
   // Test hook: hold the loading phase open so tests can see /health answer 503.
   if (const char* delay = std::getenv("STRATA_SERVE_TEST_LOAD_DELAY_MS"))
-    for (int ms = std::atoi(delay); ms > 0 && g_signals.load() == 0; ms -= 10)
+    for (int ms = TestHookMs(delay); ms > 0 && g_signals.load() == 0; ms -= 10)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   const auto t_load = std::chrono::steady_clock::now();
@@ -150,7 +163,7 @@ int Serve(const ServeOptions& options) {
   so.queue_limit = o.queue;
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
   // Test hook: slow every step down so tests can act while requests run.
-  if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = std::atoi(delay);
+  if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = TestHookMs(delay);
   // The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
   // states, the workspace of the largest step, the expert tiers. A server that
   // would not fit refuses to start instead of failing under load.

@@ -1,10 +1,73 @@
-// libFuzzer target: the GGUF reader and the --inspect summary on arbitrary bytes.
-// No input may crash, hang, leak or trip a sanitizer.
+// libFuzzer target: the GGUF reader, the --inspect summary, and everything
+// the packer reads from metadata, on arbitrary bytes. An input that parses is
+// opened as a model and packed in dry-run mode (tokenizer import,
+// hyperparameters with their integer and float conversions, the tensor plan,
+// decode copies), and a tokenizer is built from a vocabulary that imports.
+// No input may crash, hang, leak or trip a sanitizer (UBSan's
+// float-cast-overflow included: issue 12).
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "packer/gguf/gguf_file.h"
+#include "packer/packer.h"
+#include "packer/tokenizer_import.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace {
+
+// The input as a file the model loader can open (it maps files by path).
+class MemFile {
+ public:
+  MemFile(const uint8_t* data, size_t size) {
+    fd_ = memfd_create("gguf-fuzz", 0);
+    if (fd_ < 0) return;
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = write(fd_, data + done, size - done);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+  }
+  ~MemFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+void PackDryRun(const uint8_t* data, size_t size) {
+  MemFile f(data, size);
+  if (f.path().empty()) return;
+  auto model = strata::gguf::GgufModel::Open(f.path());
+  if (!model.ok()) return;
+  strata::PackOptions o;
+  o.dry_run = true;
+  o.probe = false;
+  o.profile = false;
+  // The last byte picks the options that change what is read and how.
+  const uint8_t flags = data[size - 1];
+  o.allow_unsafe_fixes = flags & 1;
+  o.drop_unknown_tensors = flags & 2;
+  if (flags & 4) o.decode_copies = strata::DecodeCopyType::kQ8_0;
+  auto r = strata::PackModel(*model, o);
+  if (!r.ok() || r->log.refused() || r->vocab.tokens.empty()) return;
+  auto tok = strata::tokenizer::Tokenizer::Create(r->vocab);
+  if (!tok.ok()) return;
+  auto ids = tok->Encode("Hello, world! 123 <|im_start|>", /*add_special=*/true, /*parse_special=*/true);
+  volatile size_t keep = ids.size();
+  (void)keep;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = strata::gguf::ParseGguf("fuzz-input", {data, size});
@@ -14,7 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& kv : parsed->kv) {
     sink += kv.value.Describe().size();
     if (kv.value.is_array() && kv.value.elem_type != strata::gguf::ValueType::kString)
-      for (uint64_t i = 0; i < kv.value.count && i < 64; ++i) sink += static_cast<uint64_t>(kv.value.IntAt(i));
+      for (uint64_t i = 0; i < kv.value.count && i < 64; ++i) {
+        sink += static_cast<uint64_t>(kv.value.IntAt(i).value_or(0)) + kv.value.UIntAt(i).value_or(0);
+        sink += kv.value.ElementText(i).size();
+      }
   }
   for (const auto& t : parsed->tensors) {
     if (t.nbytes > 0) sink += data[t.offset] + data[t.offset + t.nbytes - 1];
@@ -22,5 +88,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   volatile uint64_t keep = sink;
   (void)keep;
+  PackDryRun(data, size);
   return 0;
 }

@@ -112,6 +112,12 @@ GgufBuilder& GgufBuilder::U32Array(const std::string& k, const std::vector<uint3
 GgufBuilder& GgufBuilder::F32Array(const std::string& k, const std::vector<float>& v) {
   return Put(k, Id(ValueType::kArray), NumArray(ValueType::kF32, v));
 }
+GgufBuilder& GgufBuilder::F64Array(const std::string& k, const std::vector<double>& v) {
+  return Put(k, Id(ValueType::kArray), NumArray(ValueType::kF64, v));
+}
+GgufBuilder& GgufBuilder::U64Array(const std::string& k, const std::vector<uint64_t>& v) {
+  return Put(k, Id(ValueType::kArray), NumArray(ValueType::kU64, v));
+}
 GgufBuilder& GgufBuilder::BoolArray(const std::string& k, const std::vector<bool>& v) {
   std::vector<uint8_t> b;
   for (bool x : v) b.push_back(x ? 1 : 0);

@@ -70,6 +70,8 @@ class GgufBuilder {
   GgufBuilder& I32Array(const std::string& key, const std::vector<int32_t>& v);
   GgufBuilder& U32Array(const std::string& key, const std::vector<uint32_t>& v);
   GgufBuilder& F32Array(const std::string& key, const std::vector<float>& v);
+  GgufBuilder& F64Array(const std::string& key, const std::vector<double>& v);
+  GgufBuilder& U64Array(const std::string& key, const std::vector<uint64_t>& v);
   GgufBuilder& BoolArray(const std::string& key, const std::vector<bool>& v);
   // Any value, given as its already-encoded bytes (after the u32 type id).
   GgufBuilder& RawValue(const std::string& key, uint32_t type_id, std::vector<uint8_t> encoded);
