@@ -17,6 +17,7 @@
 #include "runtime/model/backend.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/probe.h"
+#include "runtime/pack/pack_enums.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/pack/pack_format.h"
 #include "runtime/pack/pack_vocab.h"
@@ -66,7 +67,7 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
   hb.add_n_ff_exp(h.n_ff_exp);
   hb.add_n_ff_shexp(h.n_ff_shexp);
   hb.add_n_rot(h.n_rot);
-  hb.add_rope_type(static_cast<fb::RopeType>(h.rope_type));
+  hb.add_rope_type(pack::ToFb(h.rope_type));
   hb.add_rope_freq_base(h.rope_freq_base);
   hb.add_rope_freq_scale(h.rope_freq_scale);
   hb.add_rope_sections(sections);
@@ -228,9 +229,9 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
     auto shape = b.CreateVector(p.shape);
     fb::TensorBuilder tb(b);
     tb.add_name(name_off);
-    tb.add_role(static_cast<uint16_t>(p.role));
+    tb.add_role(pack::ToFb(p.role));
     tb.add_layer(p.layer);
-    tb.add_type(static_cast<uint32_t>(type));
+    tb.add_type(pack::ToFb(type));
     tb.add_shape(shape);
     tb.add_blob(static_cast<uint32_t>(tensors.size()));
     tb.add_row_bytes(row_bytes);
@@ -298,7 +299,7 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   fb::ManifestBuilder mb(b);
   mb.add_format_major(pack::kFormatMajor);
   mb.add_format_minor(pack::kFormatMinor);
-  mb.add_arch(static_cast<fb::Arch>(r.arch));
+  mb.add_arch(pack::ToFb(r.arch));
   mb.add_arch_name(arch_str);
   mb.add_hparams(hp);
   mb.add_tokenizer(tok);

@@ -10,7 +10,8 @@
 #   bash scripts/fuzz.sh BUILD_DIR [RUNS]        RUNS per target (default 120000)
 #   STRATA_FUZZ_TARGETS="gguf_reader_fuzz ..."   a subset
 #   STRATA_FUZZ_MAX_SECONDS=900                  per-target time cap (0: none)
-#   STRATA_FUZZ_JOBS=1                           parallel targets
+#   STRATA_FUZZ_TIMEOUT=30                       seconds one input may take (wall clock:
+#                                                raise it when the machine is shared)
 #
 # A campaign is the same command with more runs, e.g. 10 million per target:
 #   STRATA_FUZZ_MAX_SECONDS=0 bash scripts/fuzz.sh build-fuzz 10000000
@@ -22,6 +23,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build-ci/fuzz}
 RUNS=${2:-120000}
 MAX_SECONDS=${STRATA_FUZZ_MAX_SECONDS:-900}
+TIMEOUT=${STRATA_FUZZ_TIMEOUT:-30}
 DATA=${STRATA_DATA_DIR:-../shared/data}
 export STRATA_DATA_DIR=$DATA
 
@@ -63,7 +65,7 @@ for name in "${targets[@]}"; do
   t0=$(date +%s)
   set +e
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$bin" -runs="$RUNS" -max_total_time="$MAX_SECONDS" -timeout=30 -rss_limit_mb=4096 \
+    "$bin" -runs="$RUNS" -max_total_time="$MAX_SECONDS" -timeout="$TIMEOUT" -rss_limit_mb=4096 \
     -max_len="$(max_len "$name")" -dict="tests/fuzz/dict/$name.dict" -print_final_stats=1 \
     -artifact_prefix="$findings/" "${inputs[@]}" >"$log" 2>&1
   rc=$?

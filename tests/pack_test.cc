@@ -14,6 +14,7 @@
 
 #include "packer/gguf/gguf_file.h"
 #include "packer/tokenizer_import.h"
+#include "runtime/pack/pack_enums.h"
 #include "runtime/pack/pack_format.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
@@ -314,12 +315,12 @@ TEST_F(PackCorruption, BadBlobsInAnOtherwiseValidManifestAreRefused) {
       {"blob_index", [](fb::ManifestT& m) { m.tensors[0]->blob = 100000; }, {"blob: expected an index below"}},
       {"shared_blob", [](fb::ManifestT& m) { m.tensors[1]->blob = m.tensors[0]->blob; },
        {"a blob no other tensor uses"}},
-      {"bad_type", [](fb::ManifestT& m) { m.tensors[0]->type = 4; }, {"type", "removed from ggml"}},
+      {"bad_type", [](fb::ManifestT& m) { m.tensors[0]->type = static_cast<fb::WeightType>(4); }, {"type", "removed from ggml"}},
       {"bad_shape", [](fb::ManifestT& m) { m.tensors[0]->shape[1] += 1; }, {"blob size"}},
       {"spec_shape", [](fb::ManifestT& m) {
          // A consistent tensor whose shape the llama spec does not allow.
          for (auto& t : m.tensors)
-           if (t->name == "output_norm.weight") t->role = static_cast<uint16_t>(TensorRole::kAttnNorm);
+           if (t->name == "output_norm.weight") t->role = pack::ToFb(TensorRole::kAttnNorm);
        },
        {"output_norm.weight", "role"}},
       {"missing_tensor", [](fb::ManifestT& m) {
@@ -397,6 +398,21 @@ TEST_F(PackCorruption, NonFiniteScalesAreRefused) {
     ASSERT_FALSE(p.ok());
     EXPECT_THAT(p.status().message(), HasSubstr("rope_freq_scale"));
   }
+}
+
+// A pack written before the schema named its enums (TensorRole, WeightType)
+// reads and validates: the stored bytes did not change. The file is the fuzz
+// corpus's llama seed, written by that earlier strata-pack (128-byte blobs).
+TEST(PackFormat, APackWrittenBeforeTheEnumsWereNamedStillOpens) {
+  const std::string old = std::string(STRATA_SOURCE_DIR) + "/tests/fuzz/corpus/pack_reader_fuzz/llama.strata";
+  auto p = Pack::Open(old);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ((*p)->arch(), Arch::kLlama);
+  ASSERT_NE((*p)->Find("token_embd.weight"), nullptr);
+  EXPECT_EQ((*p)->Find("token_embd.weight")->role, TensorRole::kTokenEmbd);
+  EXPECT_EQ((*p)->Find("token_embd.weight")->type, GgmlType::kQ8_0);
+  ValidateReport rep = ValidatePack(old, {});
+  EXPECT_TRUE(rep.ok()) << ValidateReportText(rep);
 }
 
 TEST_F(PackCorruption, NewerMajorVersionIsReportedAsSuch) {

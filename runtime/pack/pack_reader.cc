@@ -13,6 +13,7 @@
 
 #include "runtime/base/checked_math.h"
 #include "runtime/base/strings.h"
+#include "runtime/pack/pack_enums.h"
 
 namespace strata {
 namespace {
@@ -119,14 +120,14 @@ Status Pack::Load() {
 
   if (m.format_major() != header_.format_major)
     return bad("format_major", StrFormat("%u (the header's)", header_.format_major), U64(m.format_major()));
-  if (static_cast<uint8_t>(m.arch()) > static_cast<uint8_t>(fb::Arch::VocabOnly))
+  if (pack::RawValue(m.arch()) > pack::RawValue(fb::Arch::MAX))
     return Status(StatusCode::kUnsupported,
-                  StrFormat("%s: architecture id %u is not known to this build", name.c_str(),
-                            static_cast<unsigned>(m.arch())));
+                  StrFormat("%s: architecture id %u is not known to this build", name.c_str(), pack::RawValue(m.arch())));
   arch_ = static_cast<Arch>(m.arch());
   if (!m.hparams()) return bad("hparams", "a hyperparameter table", "none");
-  if (static_cast<uint8_t>(m.hparams()->rope_type()) > static_cast<uint8_t>(fb::RopeType::IMRope))
-    return Status(StatusCode::kUnsupported, name + ": unknown RoPE type in the manifest");
+  if (pack::RawValue(m.hparams()->rope_type()) > pack::RawValue(fb::RopeType::MAX))
+    return Status(StatusCode::kUnsupported, StrFormat("%s: RoPE type %u is not known to this build", name.c_str(),
+                                                      pack::RawValue(m.hparams()->rope_type())));
   hparams_ = HParamsFromManifest(*m.hparams());
   if (m.hparams()->rope_sections() && m.hparams()->rope_sections()->size() > 4)
     return bad("hparams.rope_sections", "at most 4 entries", U64(m.hparams()->rope_sections()->size()));
@@ -178,19 +179,24 @@ Status Pack::Load() {
     v.name = std::string_view(t->name()->c_str(), t->name()->size());
     std::string what = "tensor '" + Printable(v.name) + "'";
     if (!by_name_.emplace(v.name, i).second) return bad(what, "a unique name", "a duplicate");
-    if (t->role() >= static_cast<uint16_t>(TensorRole::kCount))
-      return bad(what + " role", StrFormat("a role id below %u", static_cast<unsigned>(TensorRole::kCount)),
-                 U64(t->role()));
+    if (pack::RawValue(t->role()) > pack::RawValue(fb::TensorRole::MAX))
+      return bad(what + " role", StrFormat("a role id 0..%u", pack::RawValue(fb::TensorRole::MAX)),
+                 U64(pack::RawValue(t->role())));
     v.role = static_cast<TensorRole>(t->role());
     v.layer = t->layer();
     if (v.layer < -1 || (v.layer >= 0 && static_cast<uint32_t>(v.layer) >= hparams_.n_layer_all))
       return bad(what + " layer", StrFormat("-1..%u", hparams_.n_layer_all - 1), StrFormat("%d", v.layer));
-    const GgmlTypeInfo* ti = LookupGgmlType(t->type());
+    const GgmlTypeInfo* ti = LookupGgmlType(pack::RawValue(t->type()));
     if (!ti || !ti->weight)
-      return bad(what + " type", "a weight type this build knows", DescribeTypeId(t->type()));
+      return bad(what + " type", "a weight type this build knows", DescribeTypeId(pack::RawValue(t->type())));
     v.type = ti->type;
     if (!t->shape() || t->shape()->size() < 1 || t->shape()->size() > 4)
       return bad(what + " shape", "1..4 dimensions", t->shape() ? U64(t->shape()->size()) : "none");
+    // FlatBuffers' verifier (2.0) checks a vector's length word to 4 bytes,
+    // not its 8-byte elements; a writer always aligns them, so a misaligned
+    // shape is corruption (and reading it would be a misaligned load).
+    if (reinterpret_cast<uintptr_t>(t->shape()->Data()) % alignof(uint64_t) != 0)
+      return bad(what + " shape", "8-byte aligned elements", "a vector at a 4-byte boundary");
     v.rank = t->shape()->size();
     std::vector<int64_t> ne;
     for (uint32_t d = 0; d < v.rank; ++d) {
