@@ -115,7 +115,7 @@ std::vector<std::string_view> CorpusDocuments(std::string_view text) {
 Result<ProfileRun> MeasureExpertProfile(const Model& model, const tokenizer::Tokenizer& tok,
                                         const CalibrationCorpus& corpus, const ProfileOptions& options) {
   const HParams& hp = model.hp();
-  if (hp.n_expert == 0 || (model.arch() != Arch::kQwen3Moe && model.arch() != Arch::kQwen35Moe))
+  if (hp.n_expert == 0 || !GetArchSpec(model.arch()).has_experts())
     return Internal("an expert profile needs a model with routed experts");
   if (options.max_tokens == 0) return InvalidArgument("--profile-tokens must be at least 1");
   const auto t0 = std::chrono::steady_clock::now();

@@ -303,7 +303,7 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
   STRATA_RETURN_IF_ERROR(imp.Import(spec, &hp));
   imp.CheckUnsupportedKeys();
   hp.rope_type = spec.rope_type;
-  hp.expert_weights_norm = arch == Arch::kQwen3Moe || arch == Arch::kQwen35Moe;
+  hp.expert_weights_norm = spec.has_experts();  // every MoE architecture Strata runs renormalizes top-k
   if (hp.nextn_predict_layers < hp.n_layer_all) hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
 
   // seeds/000: a missing nextn_predict_layers defaults to 0, which is only

@@ -110,7 +110,7 @@ flatbuffers::Offset<fb::ExpertProfile> BuildProfile(flatbuffers::FlatBufferBuild
   return fb::CreateExpertProfile(b, name, p.corpus_xxh3, p.n_tokens, layers_vec, isa);
 }
 
-bool HasRoutedExperts(Arch arch) { return arch == Arch::kQwen3Moe || arch == Arch::kQwen35Moe; }
+bool HasRoutedExperts(Arch arch) { return GetArchSpec(arch).has_experts(); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "runtime/model/backend.h"
+#include "runtime/model/backend_factory.h"
 #include "runtime/model/forward.h"
 #include "runtime/pack/pack_reader.h"
 #include "tests/gguf_writer/synthetic_model.h"
@@ -113,6 +114,41 @@ INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchTest, ::testing::Values(Arch::kLlama
 
 namespace strata {
 namespace {
+
+// A backend that cannot multiply a matrix's type refuses the model at load,
+// naming the tensor and the type (issue 10), instead of computing NaN.
+TEST(MakeBackend, RefusesAMatrixItCannotMultiplyNamingIt) {
+  std::string dir = testing::ScratchDir("backend_refuses_type");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kLlama;
+  s.hp = testing::TinyLlamaHParams();
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+  PackOptions o;
+  o.probe = false;
+  ASSERT_TRUE(testing::PackFile(dir + "/m.gguf", dir + "/m.strata", o).ok());
+  auto pack = Pack::Open(dir + "/m.strata");
+  ASSERT_TRUE(pack.ok());
+  auto model = Model::Create(**pack);
+  ASSERT_TRUE(model.ok());
+  for (BackendKind kind : {BackendKind::kFast, BackendKind::kReference})
+    EXPECT_TRUE(MakeBackend(*model, kind, 1).ok());
+  // The same tensors with blk.1.ffn_down.weight recorded as I8, a type with
+  // neither a kernel nor a dequantizer.
+  std::vector<TensorView> views((*pack)->tensors().begin(), (*pack)->tensors().end());
+  for (TensorView& v : views)
+    if (v.name == "blk.1.ffn_down.weight") v.type = GgmlType::kI8;
+  auto edited = Model::FromTensors(Arch::kLlama, model->hp(), views, "edited");
+  ASSERT_TRUE(edited.ok()) << edited.status().message();
+  for (BackendKind kind : {BackendKind::kFast, BackendKind::kReference}) {
+    auto be = MakeBackend(*edited, kind, 1);
+    ASSERT_FALSE(be.ok());
+    EXPECT_EQ(be.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(be.status().message().find("tensor 'blk.1.ffn_down.weight' is I8"), std::string::npos)
+        << be.status().message();
+  }
+}
 
 // The chunked and the sequential delta rule compute the same thing (up to
 // float summation order), across chunk boundaries and prompt splits.

@@ -237,10 +237,14 @@ constexpr HParamSpec kQwen35MoeHParams[] = {
 #undef OPT_F32
 
 constexpr ArchSpec kSpecs[] = {
-    {Arch::kLlama, "llama", RopeType::kNorm, kLlamaHParams, kLlamaTensors, false},
-    {Arch::kQwen3Moe, "qwen3moe", RopeType::kNeox, kQwen3MoeHParams, kQwen3MoeTensors, true},
-    {Arch::kQwen35Moe, "qwen35moe", RopeType::kIMRope, kQwen35MoeHParams, kQwen35MoeTensors, true},
-    {Arch::kVocabOnly, "vocab-only", RopeType::kNorm, {}, {}, false},
+    {Arch::kLlama, "llama", RopeType::kNorm, kLlamaHParams, kLlamaTensors,
+     {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
+    {Arch::kQwen3Moe, "qwen3moe", RopeType::kNeox, kQwen3MoeHParams, kQwen3MoeTensors,
+     {Mixer::kAttention, false, FfnKind::kMoe, TensorRole::kFfnNorm}, 1.0f},
+    {Arch::kQwen35Moe, "qwen35moe", RopeType::kIMRope, kQwen35MoeHParams, kQwen35MoeTensors,
+     {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f},
+    {Arch::kVocabOnly, "vocab-only", RopeType::kNorm, {}, {},
+     {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
 };
 
 bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
@@ -295,6 +299,24 @@ std::string_view TensorRoleName(TensorRole r) {
   static_assert(std::size(kNames) == static_cast<size_t>(TensorRole::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+std::string_view MixerName(Mixer m) {
+  switch (m) {
+    case Mixer::kAttention: return "attention";
+    case Mixer::kGatedAttention: return "gated attention";
+    case Mixer::kGatedDeltaNet: return "gated delta-net";
+  }
+  return "?";
+}
+
+std::string_view FfnKindName(FfnKind f) {
+  switch (f) {
+    case FfnKind::kDense: return "dense SwiGLU";
+    case FfnKind::kMoe: return "MoE";
+    case FfnKind::kMoeSharedExpert: return "MoE + shared expert";
+  }
+  return "?";
 }
 
 const ArchSpec& GetArchSpec(Arch arch) {

@@ -137,13 +137,56 @@ struct HParamSpec {
   bool HParams::*bool_field;
 };
 
+// The layer structure, as data: the forward pass, the probe and the memory
+// plan are written once against it, with no branch on the architecture.
+//
+// Mixers: kAttention is multi-head attention with grouped-query KV heads;
+// kGatedAttention also carries a gate per head in attn_q ([q | gate] per
+// head) and multiplies the output by sigmoid(gate); kGatedDeltaNet is the
+// gated delta rule over a recurrent state (runtime/model/delta_net.cc).
+// QK-norm (attn_q_norm, attn_k_norm) applies wherever the tensors exist.
+enum class Mixer : uint8_t { kAttention, kGatedAttention, kGatedDeltaNet };
+// FFNs: kDense a SwiGLU FFN; kMoe routed experts (softmax router, top-k,
+// renormalized weights when HParams::expert_weights_norm, SwiGLU experts);
+// kMoeSharedExpert kMoe plus a shared SwiGLU expert gated per token by
+// sigmoid(ffn_gate_inp_shexp . x).
+enum class FfnKind : uint8_t { kDense, kMoe, kMoeSharedExpert };
+std::string_view MixerName(Mixer m);      // "attention", "gated attention", "gated delta-net"
+std::string_view FfnKindName(FfnKind f);  // "dense SwiGLU", "MoE", "MoE + shared expert"
+
+struct LayerStructure {
+  Mixer attention;       // the mixer of the layers that run attention
+  bool recurrent;        // layers between every full_attn_interval-th run kGatedDeltaNet
+  FfnKind ffn;
+  TensorRole ffn_norm;   // the norm before the FFN: kFfnNorm, or kPostAttnNorm (qwen35moe's name for it)
+};
+
+// What one layer runs.
+struct LayerPlan {
+  Mixer mixer;
+  FfnKind ffn;
+  TensorRole ffn_norm;
+};
+
 struct ArchSpec {
   Arch arch;
   std::string_view gguf_name;
   RopeType rope_type;
   std::span<const HParamSpec> hparams;
   std::span<const TensorSpec> tensors;
-  bool has_experts;
+  LayerStructure layers;
+  // How far the fast path's logits may be from the reference path's in the
+  // packer's probe record (runtime/model/probe.cc) for quantized weights: a
+  // recurrence carries a routing flip forward, so it needs more room.
+  float probe_tolerance;
+
+  bool has_experts() const { return layers.ffn != FfnKind::kDense; }
+  bool has_shared_expert() const { return layers.ffn == FfnKind::kMoeSharedExpert; }
+  // Layer il of a model with these hyperparameters.
+  LayerPlan Layer(const HParams& hp, uint32_t il) const {
+    const bool delta = layers.recurrent && hp.IsRecurrentLayer(il);
+    return {delta ? Mixer::kGatedDeltaNet : layers.attention, layers.ffn, layers.ffn_norm};
+  }
 };
 
 const ArchSpec& GetArchSpec(Arch arch);

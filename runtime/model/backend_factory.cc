@@ -1,10 +1,13 @@
 #include "runtime/model/backend_factory.h"
 
+#include <functional>
 #include <set>
+#include <vector>
 
 #include "runtime/base/strings.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/kernel_coverage.h"
+#include "runtime/quant/dequantize.h"
 
 namespace strata {
 namespace {
@@ -30,20 +33,52 @@ class FastModelBackend : public MatMulBackend {
 
 }  // namespace
 
-Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKind kind, int threads) {
-  if (kind == BackendKind::kReference) return std::unique_ptr<MatMulBackend>(new ReferenceBackend());
-  FastBackend::Options o;
-  o.threads = threads;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> fast, FastBackend::Create(o));
-  // Which weight types this model multiplies, and which of them have no SIMD kernel.
-  std::set<GgmlType> types;
+namespace {
+
+// Every tensor the forward pass multiplies (with the bytes that will run:
+// a decode copy once ApplyDecodeCopies chose it).
+std::vector<const TensorView*> MultipliedTensors(const Model& model) {
+  std::vector<const TensorView*> out;
   auto add = [&](const TensorView* t) {
-    if (t && IsMultipliedOnCpu(t->role, t->rank, model.hp().tied_output)) types.insert(t->type);
+    if (t && IsMultipliedOnCpu(t->role, t->rank, model.hp().tied_output)) out.push_back(t);
   };
   for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {
     add(model.Get(static_cast<TensorRole>(r)));
     for (uint32_t il = 0; il < model.hp().n_layer; ++il) add(model.Get(static_cast<int32_t>(il), static_cast<TensorRole>(r)));
   }
+  return out;
+}
+
+// A backend that cannot compute a matrix's type is an error here, at load,
+// naming the tensor: never NaN (or garbage) out of a run.
+Status CheckEveryMatrixRuns(const std::vector<const TensorView*>& tensors, std::string_view backend,
+                            const std::function<bool(GgmlType)>& runs) {
+  for (const TensorView* t : tensors) {
+    if (runs(t->type)) continue;
+    return Unsupported(StrFormat("tensor '%s' is %s, which the %s backend cannot multiply in this build; "
+                                 "repack with --decode-copies q8_0 (strata-pack) to give it a Q8_0 copy",
+                                 std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str(),
+                                 std::string(backend).c_str()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKind kind, int threads) {
+  const std::vector<const TensorView*> multiplied = MultipliedTensors(model);
+  if (kind == BackendKind::kReference) {
+    STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(multiplied, "reference", [](GgmlType t) { return HasDequantizer(t); }));
+    return std::unique_ptr<MatMulBackend>(new ReferenceBackend());
+  }
+  FastBackend::Options o;
+  o.threads = threads;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> fast, FastBackend::Create(o));
+  STRATA_RETURN_IF_ERROR(
+      CheckEveryMatrixRuns(multiplied, "fast CPU", [&](GgmlType t) { return fast->Choice(t).supported; }));
+  // Which weight types this model multiplies, and which of them have no SIMD kernel.
+  std::set<GgmlType> types;
+  for (const TensorView* t : multiplied) types.insert(t->type);
   std::vector<GgmlType> list(types.begin(), types.end());
   std::vector<std::string> notes;
   std::vector<GgmlType> slow = fast->SlowTypes(list);

@@ -1,6 +1,8 @@
 #include "runtime/model/fast_backend.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "runtime/base/checked_alloc.h"
@@ -54,9 +56,12 @@ void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   const uint32_t id = static_cast<uint32_t>(w.type);
   const Plan* plan = id < kGgmlTypeIdLimit ? &plans_[id] : nullptr;
   if (plan == nullptr || plan->fn == nullptr) {
-    // Validated packs hold only types with a vec_dot; make a bad one visible.
-    std::fill(y, y + n * w.rows, std::numeric_limits<float>::quiet_NaN());
-    return;
+    // MakeBackend refuses a model with such a matrix at load, naming it; a
+    // call that gets here is a bug in the caller, and no output is better
+    // than a wrong one.
+    std::fprintf(stderr, "strata: internal error: FastBackend::MatMul on type %s, which has no kernel\n",
+                 std::string(TypeName(w.type)).c_str());
+    std::abort();
   }
 
   // 1. Activations in the kernel's format.

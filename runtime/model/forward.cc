@@ -19,6 +19,7 @@ using R = TensorRole;
 // contiguous and in order.
 struct Pass {
   const Model& m;
+  const ArchSpec& spec;
   const HParams& hp;
   MatMulBackend& be;
   std::span<const SequenceBatch> batch;
@@ -37,23 +38,23 @@ struct Pass {
 };
 
 // --- attention ---------------------------------------------------------------
-// Standard (llama, qwen3moe) and gated (qwen35moe: attn_q holds [q | gate] per
-// head, output multiplied by sigmoid(gate)) multi-head attention with GQA,
-// optional per-head QK RMSNorm, RoPE on the first n_rot dims, and the KV cache.
-uint64_t AttentionBytes(const Model& m, const PassShape& s) {
-  const HParams& hp = m.hp();
+// Plain (Mixer::kAttention) and gated (Mixer::kGatedAttention: attn_q holds
+// [q | gate] per head, output multiplied by sigmoid(gate)) multi-head
+// attention with GQA, optional per-head QK RMSNorm, RoPE on the first n_rot
+// dims, and the KV cache.
+uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
   const uint64_t n = static_cast<uint64_t>(s.tokens), H = hp.n_head, Hkv = hp.n_head_kv;
-  const uint64_t q_width = (m.arch() == Arch::kQwen35Moe ? 2 : 1) * H * hp.head_dim_k;
+  const uint64_t q_width = (mixer == Mixer::kGatedAttention ? 2 : 1) * H * hp.head_dim_k;
   return TakeBytes<float>(n * q_width) + TakeBytes<float>(n * Hkv * hp.head_dim_k) +
          TakeBytes<float>(n * Hkv * hp.head_dim_v) + TakeBytes<float>(n * H * hp.head_dim_v) +
          TakeBytes<float>(static_cast<uint64_t>(ScratchTasks(s.tokens * H, s.threads)) *
                           static_cast<uint64_t>(s.max_keys));
 }
 
-Status Attention(const Pass& p, int32_t il, const float* h, float* out) {
+Status Attention(const Pass& p, int32_t il, Mixer mixer, const float* h, float* out) {
   const HParams& hp = p.hp;
   const int64_t n = p.n, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
-  const bool gated = p.m.arch() == Arch::kQwen35Moe;
+  const bool gated = mixer == Mixer::kGatedAttention;
   const int64_t q_width = (gated ? 2 : 1) * H * Dk;
   WorkspaceScope scope(p.ws);
   float* qfull = p.ws.Take<float>(n * q_width);
@@ -233,7 +234,7 @@ uint64_t SharedExpertBytes(const HParams& hp, uint64_t n) {
   return TakeBytes<float>(n * hp.n_embd) + SwiGluBytes(n, hp.n_ff_shexp);
 }
 
-// qwen35moe's shared expert, gated per token by sigmoid(ffn_gate_inp_shexp . x),
+// The shared expert (FfnKind::kMoeSharedExpert), gated per token by sigmoid(ffn_gate_inp_shexp . x),
 // added to the routed experts' output.
 Status SharedExpert(const Pass& p, int32_t il, const float* h, float* out) {
   const int64_t n = p.n, E = p.hp.n_embd;
@@ -293,6 +294,7 @@ uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape);
 
 uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape) {
   const HParams& hp = model.hp();
+  const ArchSpec& spec = GetArchSpec(model.arch());
   const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(shape.tokens, 1));
   PassShape s = shape;
   s.tokens = static_cast<int64_t>(n);
@@ -302,15 +304,15 @@ uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape) {
   const uint64_t top = TakeBytes<int32_t>(n) + TakeBytes<int64_t>(n) + TakeBytes<SequenceState*>(n) +
                        TakeBytes<int64_t>(n) + 3 * TakeBytes<float>(n * hp.n_embd);
   uint64_t stage = 0;
-  bool any_recurrent = false, any_attention = false;
-  for (uint32_t il = 0; il < hp.n_layer; ++il) (hp.IsRecurrentLayer(il) ? any_recurrent : any_attention) = true;
-  if (any_attention) stage = std::max(stage, AttentionBytes(model, s));
-  if (any_recurrent) stage = std::max(stage, GatedDeltaNetBytes(hp, s));
-  if (model.arch() == Arch::kLlama) {
-    stage = std::max(stage, SwiGluBytes(n, hp.n_ff));
-  } else {
-    stage = std::max(stage, MoeBytes(hp, n));
-    if (model.arch() == Arch::kQwen35Moe) stage = std::max(stage, SharedExpertBytes(hp, n));
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    const LayerPlan layer = spec.Layer(hp, il);
+    stage = std::max(stage, layer.mixer == Mixer::kGatedDeltaNet ? GatedDeltaNetBytes(hp, s)
+                                                                 : AttentionBytes(hp, layer.mixer, s));
+    switch (layer.ffn) {
+      case FfnKind::kDense: stage = std::max(stage, SwiGluBytes(n, hp.n_ff)); break;
+      case FfnKind::kMoeSharedExpert: stage = std::max(stage, SharedExpertBytes(hp, n)); [[fallthrough]];
+      case FfnKind::kMoe: stage = std::max(stage, MoeBytes(hp, n)); break;
+    }
   }
   return top + stage;
 }
@@ -359,22 +361,22 @@ Status RunPass(Pass& p, std::span<const SequenceBatch> batch, std::vector<float>
   const size_t xn = static_cast<size_t>(n * E);
   for (uint32_t il_u = 0; il_u < hp.n_layer; ++il_u) {
     const int32_t il = static_cast<int32_t>(il_u);
-    // Mixer: attention or gated delta-net.
+    const LayerPlan layer = p.spec.Layer(hp, il_u);
+    // Mixer.
     for (int64_t t = 0; t < n; ++t) ops::RmsNormTo(&x[t * E], p.F(il, R::kAttnNorm), E, hp.rms_eps, &h[t * E]);
-    if (hp.IsRecurrentLayer(il_u)) {
+    if (layer.mixer == Mixer::kGatedDeltaNet) {
       STRATA_RETURN_IF_ERROR(GatedDeltaNet(model, backend, p.ws, {states, static_cast<size_t>(n)}, il, n, h, y));
     } else {
-      STRATA_RETURN_IF_ERROR(Attention(p, il, h, y));
+      STRATA_RETURN_IF_ERROR(Attention(p, il, layer.mixer, h, y));
     }
     for (size_t i = 0; i < xn; ++i) x[i] += y[i];
     // Feed-forward.
-    const float* ffn_norm = model.arch() == Arch::kQwen35Moe ? p.F(il, R::kPostAttnNorm) : p.F(il, R::kFfnNorm);
-    for (int64_t t = 0; t < n; ++t) ops::RmsNormTo(&x[t * E], ffn_norm, E, hp.rms_eps, &h[t * E]);
-    if (model.arch() == Arch::kLlama) {
+    for (int64_t t = 0; t < n; ++t) ops::RmsNormTo(&x[t * E], p.F(il, layer.ffn_norm), E, hp.rms_eps, &h[t * E]);
+    if (layer.ffn == FfnKind::kDense) {
       STRATA_RETURN_IF_ERROR(DenseFfn(p, il, h, y));
     } else {
       STRATA_RETURN_IF_ERROR(MoeFfn(p, il, h, y));
-      if (model.arch() == Arch::kQwen35Moe) STRATA_RETURN_IF_ERROR(SharedExpert(p, il, h, y));
+      if (layer.ffn == FfnKind::kMoeSharedExpert) STRATA_RETURN_IF_ERROR(SharedExpert(p, il, h, y));
     }
     for (size_t i = 0; i < xn; ++i) x[i] += y[i];
   }
@@ -427,7 +429,8 @@ Status ForwardBatch(const Model& model, MatMulBackend& backend, std::span<const 
                               HumanBytes(ws->capacity() - ws->mark()).c_str()));
   }
   WorkspaceScope scope(*ws);
-  Pass p{model, hp, backend, batch, options, *ws, n, ws->Take<int32_t>(n), ws->Take<int64_t>(n), max_keys};
+  Pass p{model, GetArchSpec(model.arch()), hp, backend, batch, options, *ws, n, ws->Take<int32_t>(n),
+         ws->Take<int64_t>(n), max_keys};
   if (!p.pos) return ws->Exhausted("forward pass");
   {
     int64_t t = 0;

@@ -53,7 +53,7 @@ float ProbeTolerance(const Model& model) {
   // single positions, and 0.78 for qwen35moe, whose recurrence carries such a
   // flip forward. A kernel that computes the wrong thing is off by whole units
   // on most entries, and the top-1 check on confident rows catches the rest.
-  return model.arch() == Arch::kQwen35Moe ? 1.5f : 1.0f;
+  return GetArchSpec(model.arch()).probe_tolerance;
 }
 
 Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, MatMulBackend& kernels,

@@ -27,7 +27,7 @@ Result<ExpertProfile> ExpertProfileFromManifest(const fb::ExpertProfile& f, Arch
     return DataLoss(StrFormat("%s: manifest: expert_profile%s: expected %s, found %s", where.c_str(), what.c_str(),
                               expected.c_str(), found.c_str()));
   };
-  if ((arch != Arch::kQwen3Moe && arch != Arch::kQwen35Moe) || hp.n_expert == 0)
+  if (!GetArchSpec(arch).has_experts() || hp.n_expert == 0)
     return bad("", "none (the " + std::string(ArchName(arch)) + " architecture has no routed experts)", "one");
   ExpertProfile p;
   if (!f.corpus_name() || f.corpus_name()->size() == 0) return bad(".corpus_name", "a name", "none");
