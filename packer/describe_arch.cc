@@ -41,10 +41,33 @@ std::string DescribeArchitecturesMarkdown() {
       "safe for the reason given: most are checked against the tensor shapes, so a wrong default is refused rather\n"
       "than used. Integer keys stored with another width or signedness, floats stored as f64 that f32 holds exactly,\n"
       "and per-layer arrays holding one value are normalized and recorded; anything else is refused.\n";
-  for (Arch a : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe}) {
+  md +=
+      "\n## Adding an architecture\n\n"
+      "An architecture is one entry of `kSpecs` in `runtime/arch/arch_spec.cc`: its keys (`HParamSpec`), its tensors\n"
+      "(`TensorSpec`: name pattern, role, which layers, shape as a function of the hyperparameters, allowed types) and\n"
+      "its layer structure (`LayerStructure`: the mixer of its attention layers, whether gated delta-net layers sit\n"
+      "between them, the FFN kind, the norm before the FFN). The packer checks a GGUF against that entry, the pack\n"
+      "records the architecture id, and the forward pass, the memory plan and the probe read the layer structure;\n"
+      "none of them names an architecture. What a new one takes:\n\n"
+      "1. An id: a value appended to `Arch` (`runtime/arch/arch_spec.h`) and to the schema's `Arch`\n"
+      "   (`schema/strata_pack.fbs`); `runtime/pack/pack_enums.h` gets the static_assert that ties them.\n"
+      "2. The spec entry: keys, tensors, layer structure, default RoPE type, probe tolerance.\n"
+      "3. Only when it needs an operation the layer structure cannot yet express (a new mixer, FFN or norm\n"
+      "   placement): that operation in `runtime/model/forward.cc` and a value for it in `LayerStructure`.\n"
+      "4. A test model: a preset in `tests/gguf_writer/synthetic_model.cc` (its writer is driven by the spec), and a\n"
+      "   conformance test.\n\n"
+      "Worked example: dense Qwen3 (`qwen3`) was added with steps 1, 2 and 4 alone: qwen3moe's attention (QK-norm,\n"
+      "NEOX RoPE) with llama's SwiGLU FFN, both already expressible. Its fixture is written by the project's GGUF\n"
+      "writer (`strata-make-gguf --arch qwen3`), packed, validated (probe replay included) and run on the fast and\n"
+      "the reference path, which must agree within the fast path's tolerance (tests/conformance_test.cc,\n"
+      "`Qwen3Dense`). No llama.cpp reference exists for it in shared/data; the reference path is the oracle.\n";
+  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe}) {
     const ArchSpec& s = GetArchSpec(a);
-    md += StrFormat("\n## %s\n\nRoPE: %s.\n\n", std::string(s.gguf_name).c_str(),
-                    std::string(RopeTypeName(s.rope_type)).c_str());
+    md += StrFormat("\n## %s\n\nRoPE: %s. Layers: %s%s, then %s (norm: `%s`).\n\n", std::string(s.gguf_name).c_str(),
+                    std::string(RopeTypeName(s.rope_type)).c_str(), std::string(MixerName(s.layers.attention)).c_str(),
+                    s.layers.recurrent ? " every `full_attention_interval`-th layer, gated delta-net between" : "",
+                    std::string(FfnKindName(s.layers.ffn)).c_str(),
+                    std::string(TensorRoleName(s.layers.ffn_norm)).c_str());
     md += "| key | type | required | default | why the default is safe |\n|---|---|---|---|---|\n";
     for (const HParamSpec& h : s.hparams)
       md += StrFormat("| `%s` | %s | %s | %s | %s |\n", h.key, KindText(h.kind), h.required ? "yes" : "no",

@@ -35,7 +35,7 @@ std::string DescribeHParams(Arch arch, const HParams& hp) {
   s += StrFormat(", n_embd %u, %u heads / %u KV heads of %u", hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim_k);
   if (hp.n_expert) s += StrFormat(", %u experts (%u used) of %u", hp.n_expert, hp.n_expert_used, hp.n_ff_exp);
   if (hp.n_ff_shexp) s += StrFormat(", shared expert of %u", hp.n_ff_shexp);
-  if (arch == Arch::kLlama) s += StrFormat(", ffn %u", hp.n_ff);
+  if (!GetArchSpec(arch).has_experts()) s += StrFormat(", ffn %u", hp.n_ff);
   if (hp.full_attn_interval)
     s += StrFormat(", attention every %u layers, delta-net %u/%u heads of %u", hp.full_attn_interval, hp.ssm_n_group,
                    hp.ssm_dt_rank, hp.ssm_d_state);

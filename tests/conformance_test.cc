@@ -21,6 +21,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -28,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/quant/ggml_type.h"
+#include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/test_data.h"
@@ -249,6 +252,59 @@ TEST(ConformanceSame, BrokenQwen35FixturesEqualTheUnbrokenModel) {
     for (bool reference : {true, false})
       ExpectSameLogits(testing::SharedFile(std::string("conformance/") + broken + ".gguf"),
                        testing::SharedFile("conformance/qwen35moe-q4_k_m.gguf"), reference);
+}
+
+// Dense Qwen3, the architecture added through the spec alone
+// (docs/architectures.md): a model written by the project's GGUF writer packs,
+// validates (the probe replay included) and runs, and the fast path agrees
+// with the reference path, which is the oracle here (shared/data has no
+// llama.cpp reference for qwen3), within the tolerances the qwen3moe
+// fixtures of the same types have against llama.cpp.
+TEST(Qwen3Dense, PacksValidatesAndTheFastPathMatchesTheReferencePath) {
+  std::string dir = testing::ScratchDir("conformance_qwen3");
+  for (const auto& [type, tol] : {std::pair{GgmlType::kF32, 1e-3f}, std::pair{GgmlType::kQ8_0, 0.10f}}) {
+    const std::string name(TypeName(type));
+    SCOPED_TRACE(name);
+    testing::SyntheticModelSpec s;
+    s.arch = Arch::kQwen3;
+    s.hp = testing::TinyQwen3HParams();
+    s.matrix_type = type;
+    s.seed = 3;
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    const std::string gguf = dir + "/qwen3-" + name + ".gguf", pack = dir + "/qwen3-" + name + ".strata";
+    ASSERT_TRUE(b->WriteFile(gguf).ok());
+    auto packed = testing::PackFile(gguf, pack);
+    ASSERT_TRUE(packed.ok()) << packed.status().message();
+    EXPECT_EQ(packed->arch, Arch::kQwen3);
+    auto val = testing::RunProgram("strata-validate", {pack});
+    EXPECT_EQ(val.exit_code, 0) << val.out << val.err;
+    EXPECT_THAT(val.out, ::testing::HasSubstr("ok   probe-replay"));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 24; ++i) prompt.push_back((i * 53 + 7) % kVocab);
+    std::vector<std::vector<float>> logits;
+    for (bool reference : {true, false}) {
+      const std::string out = dir + "/logits-" + name + (reference ? "-ref" : "-fast") + ".f32";
+      std::vector<std::string> args = {pack, "--tokens", Join(prompt), "-n", "8", "--temp", "0", "--ignore-eos",
+                                       "--print-ids", "--logits-out", out, "-t", "2"};
+      if (reference) args.push_back("--reference");
+      auto r = testing::RunProgram("strata-run", args);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      logits.push_back(ReadF32(out));
+    }
+    ASSERT_EQ(logits[0].size(), logits[1].size());
+    ASSERT_GE(logits[0].size(), prompt.size() * kVocab);
+    float worst = 0;
+    for (size_t i = 0; i < logits[0].size(); ++i) worst = std::max(worst, std::fabs(logits[0][i] - logits[1][i]));
+    EXPECT_LT(worst, tol);
+    // Not a constant model: the logits vary across the vocabulary.
+    const auto [lo, hi] = std::minmax_element(logits[0].begin(), logits[0].begin() + kVocab);
+    EXPECT_GT(*hi - *lo, 0.01f);
+    for (size_t row = 0; row < logits[0].size() / kVocab; ++row)
+      if (Margin(&logits[0][row * kVocab]) > tol)
+        EXPECT_EQ(Argmax(&logits[0][row * kVocab]), Argmax(&logits[1][row * kVocab])) << "row " << row;
+    RecordProperty("max_abs_fast_vs_reference_" + name, std::to_string(worst));
+  }
 }
 
 TEST(ConformanceText, Stories260kOnceUponATime) {

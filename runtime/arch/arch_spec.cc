@@ -76,6 +76,24 @@ constexpr TensorSpec kQwen3MoeTensors[] = {
     EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kAll, kFfExp, kE),
 };
 
+// Dense Qwen3: qwen3moe's attention (QK-norm, NEOX RoPE) with llama's SwiGLU FFN.
+constexpr TensorSpec kQwen3Tensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAll, kE, kQ),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAll, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAll, kE, kVv),
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOut, kE),
+    VEC("blk.{L}.attn_q_norm.weight", R::kAttnQNorm, L::kAll, kHdK),
+    VEC("blk.{L}.attn_k_norm.weight", R::kAttnKNorm, L::kAll, kHdK),
+    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAll, kE),
+    MAT("blk.{L}.ffn_gate.weight", R::kFfnGate, L::kAll, kE, kFf),
+    MAT("blk.{L}.ffn_up.weight", R::kFfnUp, L::kAll, kE, kFf),
+    MAT("blk.{L}.ffn_down.weight", R::kFfnDown, L::kAll, kFf, kE),
+};
+
 constexpr TensorSpec kQwen35MoeTensors[] = {
     MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
     VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
@@ -195,6 +213,22 @@ constexpr HParamSpec kQwen3MoeHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
+// Dense Qwen3 reads llama's keys (its converter writes the same ones).
+constexpr HParamSpec kQwen3HParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    REQ_U32("feed_forward_length", n_ff),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
 constexpr const char* kWhyInterval =
     "llama.cpp's default (every 4th layer attends); which layers carry attention vs delta-net tensors is checked, "
     "so a wrong default cannot pass";
@@ -244,6 +278,8 @@ constexpr ArchSpec kSpecs[] = {
     {Arch::kQwen35Moe, "qwen35moe", RopeType::kIMRope, kQwen35MoeHParams, kQwen35MoeTensors,
      {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f},
     {Arch::kVocabOnly, "vocab-only", RopeType::kNorm, {}, {},
+     {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
+    {Arch::kQwen3, "qwen3", RopeType::kNeox, kQwen3HParams, kQwen3Tensors,
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
 };
 
@@ -405,7 +441,8 @@ Status CheckHParams(Arch arch, const HParams& hp) {
   if (!(hp.attn_scale >= 0.0f) || !std::isfinite(hp.attn_scale))
     return DataLoss(StrFormat("%s hyperparameter attn_scale: expected 0 (1/sqrt(head_dim)) or a positive finite "
                               "number, found %g", a.c_str(), static_cast<double>(hp.attn_scale)));
-  if (arch == Arch::kLlama) {
+  const ArchSpec& spec = GetArchSpec(arch);
+  if (!spec.has_experts()) {
     STRATA_RETURN_IF_ERROR(range("feed_forward_length", hp.n_ff, 1, kMaxFf));
   } else {
     STRATA_RETURN_IF_ERROR(range("expert_count", hp.n_expert, 1, kMaxExperts));
@@ -414,10 +451,21 @@ Status CheckHParams(Arch arch, const HParams& hp) {
     if (!std::isfinite(hp.expert_weights_scale) || hp.expert_weights_scale < 0.0f)
       return DataLoss(a + " hyperparameter expert_weights_scale: expected a finite number >= 0");
   }
-  if (arch == Arch::kQwen35Moe) {
+  // What the layer structure uses (spec.layers), and nothing else.
+  if (spec.has_shared_expert())
     STRATA_RETURN_IF_ERROR(range("expert_shared_feed_forward_length", hp.n_ff_shexp, 1, kMaxFf));
-    STRATA_RETURN_IF_ERROR(range("full_attention_interval", hp.full_attn_interval, 1, kMaxLayers));
+  if (hp.nextn_predict_layers != 0)
     STRATA_RETURN_IF_ERROR(range("nextn_predict_layers", hp.nextn_predict_layers, 0, hp.n_layer_all - 1));
+  if (spec.rope_type == RopeType::kIMRope) {
+    int64_t sec = 0;
+    for (int32_t s : hp.rope_sections) {
+      if (s < 0) return bad("rope.dimension_sections", "non-negative sections", static_cast<uint64_t>(s));
+      sec += s;
+    }
+    if (sec == 0) return bad("rope.dimension_sections", "sections that sum to more than 0", 0);
+  }
+  if (spec.layers.recurrent) {
+    STRATA_RETURN_IF_ERROR(range("full_attention_interval", hp.full_attn_interval, 1, kMaxLayers));
     STRATA_RETURN_IF_ERROR(range("ssm.conv_kernel", hp.ssm_d_conv, 1, 64));
     STRATA_RETURN_IF_ERROR(range("ssm.state_size", hp.ssm_d_state, 1, kMaxHeadDim));
     STRATA_RETURN_IF_ERROR(range("ssm.group_count", hp.ssm_n_group, 1, kMaxHeads));
@@ -429,12 +477,6 @@ Status CheckHParams(Arch arch, const HParams& hp) {
                  StrFormat("ssm.state_size * ssm.time_step_rank = %llu (key and value heads have the same width)",
                            static_cast<unsigned long long>(uint64_t{hp.ssm_d_state} * hp.ssm_dt_rank)),
                  hp.ssm_d_inner);
-    int64_t sec = 0;
-    for (int32_t s : hp.rope_sections) {
-      if (s < 0) return bad("rope.dimension_sections", "non-negative sections", static_cast<uint64_t>(s));
-      sec += s;
-    }
-    if (sec == 0) return bad("rope.dimension_sections", "sections that sum to more than 0", 0);
   }
   return Status::Ok();
 }

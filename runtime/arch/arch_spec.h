@@ -24,6 +24,7 @@ enum class Arch : uint8_t {
   kQwen3Moe = 1,
   kQwen35Moe = 2,
   kVocabOnly = 3,  // a tokenizer and no weights (llama.cpp's vocab-only GGUFs)
+  kQwen3 = 4,      // dense Qwen3, added through the spec alone (docs/architectures.md)
 };
 std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only"
 std::optional<Arch> ArchFromName(std::string_view gguf_name);

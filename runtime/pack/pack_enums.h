@@ -19,7 +19,8 @@ STRATA_PIN(Arch::kLlama, fb::Arch::Llama);
 STRATA_PIN(Arch::kQwen3Moe, fb::Arch::Qwen3Moe);
 STRATA_PIN(Arch::kQwen35Moe, fb::Arch::Qwen35Moe);
 STRATA_PIN(Arch::kVocabOnly, fb::Arch::VocabOnly);
-static_assert(fb::Arch::MAX == fb::Arch::VocabOnly, "an architecture id was added to the schema: add it to Arch");
+STRATA_PIN(Arch::kQwen3, fb::Arch::Qwen3);
+static_assert(fb::Arch::MAX == fb::Arch::Qwen3, "an architecture id was added to the schema: add it to Arch");
 
 STRATA_PIN(RopeType::kNorm, fb::RopeType::Norm);
 STRATA_PIN(RopeType::kNeox, fb::RopeType::Neox);

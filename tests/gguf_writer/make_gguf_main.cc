@@ -19,7 +19,7 @@ int Main(int argc, char** argv) {
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks;
   uint32_t layers = 0, split = 1;
   uint64_t seed = 1;
-  app.add_option("--arch", arch, "llama, qwen3moe or qwen35moe");
+  app.add_option("--arch", arch, "llama, qwen3, qwen3moe or qwen35moe");
   app.add_option("--preset", preset,
                  "tiny (the conformance fixtures' shapes), qwen3-30b-a3b or qwen36-35b-a3b (real layer shapes)");
   app.add_option("--layers", layers, "layers (qwen36-35b-a3b: groups of 3 delta-net + 1 attention)");
@@ -45,8 +45,7 @@ int Main(int argc, char** argv) {
   s.seed = seed;
   s.tokenizer_gguf = tok;
   if (preset == "tiny") {
-    s.hp = s.arch == Arch::kLlama ? TinyLlamaHParams() : s.arch == Arch::kQwen3Moe ? TinyQwen3MoeHParams()
-                                                                                   : TinyQwen35MoeHParams();
+    s.hp = TinyHParams(s.arch);
     if (layers) s.hp.n_layer_all = s.hp.n_layer = layers;
   } else if (preset == "qwen3-30b-a3b" && s.arch == Arch::kQwen3Moe) {
     s.hp = Qwen3_30BA3BShape(layers ? layers : 4);

@@ -121,6 +121,22 @@ HParams TinyQwen35MoeHParams() {
   return h;
 }
 
+HParams TinyQwen3HParams() {
+  HParams h = TinyQwen3MoeHParams();
+  h.n_expert = h.n_expert_used = h.n_ff_exp = 0;
+  h.n_ff = 512;
+  return h;
+}
+
+HParams TinyHParams(Arch arch) {
+  switch (arch) {
+    case Arch::kLlama: return TinyLlamaHParams();
+    case Arch::kQwen3: return TinyQwen3HParams();
+    case Arch::kQwen35Moe: return TinyQwen35MoeHParams();
+    default: return TinyQwen3MoeHParams();
+  }
+}
+
 HParams TinyLlamaHParams() {
   HParams h;
   h.n_vocab = 512;
@@ -203,8 +219,9 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
   b.U32(a + ".attention.key_length", hp.head_dim_k).U32(a + ".attention.value_length", hp.head_dim_v);
   b.U32(a + ".rope.dimension_count", hp.n_rot).F32(a + ".rope.freq_base", hp.rope_freq_base);
   b.F32(a + ".attention.layer_norm_rms_epsilon", hp.rms_eps);
-  if (spec.arch == Arch::kLlama || hp.n_ff) b.U32(a + ".feed_forward_length", hp.n_ff);
-  if (spec.arch != Arch::kLlama) {
+  const ArchSpec& arch_spec = GetArchSpec(spec.arch);
+  if (!arch_spec.has_experts() || hp.n_ff) b.U32(a + ".feed_forward_length", hp.n_ff);
+  if (arch_spec.has_experts()) {
     b.U32(a + ".expert_count", hp.n_expert).U32(a + ".expert_used_count", hp.n_expert_used);
     b.U32(a + ".expert_feed_forward_length", hp.n_ff_exp);
   }

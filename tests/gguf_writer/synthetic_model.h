@@ -45,6 +45,9 @@ struct SyntheticModelSpec {
 HParams TinyQwen3MoeHParams();    // the conformance fixture's shape
 HParams TinyQwen35MoeHParams();   // the conformance fixture's shape
 HParams TinyLlamaHParams();
+HParams TinyQwen3HParams();       // dense Qwen3: TinyQwen3MoeHParams' attention, a dense FFN
+// The tiny preset of an architecture (one of the above).
+HParams TinyHParams(Arch arch);
 // Qwen3-30B-A3B's layer shapes with `n_layer` layers (vocab 151936).
 HParams Qwen3_30BA3BShape(uint32_t n_layer);
 // Qwen3.6-35B-A3B's layer shapes with `groups` groups of 3 delta-net + 1

@@ -17,8 +17,7 @@ Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const s
                                       const std::function<void(SyntheticModelSpec&)>& tweak) {
   SyntheticModelSpec s;
   s.arch = arch;
-  s.hp = arch == Arch::kLlama ? TinyLlamaHParams() : arch == Arch::kQwen3Moe ? TinyQwen3MoeHParams()
-                                                                              : TinyQwen35MoeHParams();
+  s.hp = TinyHParams(arch);
   s.seed = seed;
   if (tweak) tweak(s);
   STRATA_ASSIGN_OR_RETURN(GgufBuilder b, BuildSyntheticModel(s));
