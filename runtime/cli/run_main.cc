@@ -22,6 +22,7 @@
 #include "runtime/chat/chat_template.h"
 #include "runtime/cli/run_options.h"
 #include "runtime/experts/routing_trace.h"
+#include "runtime/memory/load_run.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/generator.h"
@@ -259,30 +260,28 @@ int Main(int argc, char** argv) {
   if (o.serve) return Serve(o);
 
   auto t_load = std::chrono::steady_clock::now();
-  PackOpenOptions po;
-  po.verify_checksums = o.verify;
-  po.threads = o.threads;
-  auto pack = Pack::Open(o.pack, po);
-  if (!pack.ok()) return Fail(pack.status());
-  if (!o.tokenize_file.empty()) return TokenizeFile(**pack, o.tokenize_file);
-
-  auto model = Model::Create(**pack);
-  if (!model.ok()) return Fail(model.status());
-  {
-    auto switched = ApplyDecodeCopies(*model, o.decode_copies, o.reference ? BackendKind::kReference : BackendKind::kFast);
-    if (!switched.ok()) return Fail(switched.status().WithContext("--decode-copies"));
-    if (*switched > 0)
-      std::fprintf(stderr, "strata-run: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", *switched,
-                   o.decode_copies.c_str());
+  if (!o.tokenize_file.empty()) {  // the tokenizer alone: vocab-only packs too
+    PackOpenOptions po;
+    po.verify_checksums = o.verify;
+    po.threads = o.threads;
+    auto pack = Pack::Open(o.pack, po);
+    if (!pack.ok()) return Fail(pack.status());
+    return TokenizeFile(**pack, o.tokenize_file);
   }
-  auto backend = MakeBackend(*model, o.reference ? BackendKind::kReference : BackendKind::kFast, o.threads);
-  if (!backend.ok()) return Fail(backend.status());
-  for (const std::string& note : (*backend)->Notes()) std::fprintf(stderr, "strata-run: %s\n", note.c_str());
-  if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(model->hp().n_ctx_train, 4096);
-  if (o.n_ctx > model->hp().n_ctx_train)
-    return Fail(InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
-                                          "implement RoPE scaling)",
-                                          static_cast<long long>(o.n_ctx), model->hp().n_ctx_train)));
+
+  LoadOptions lo;
+  lo.pack = o.pack;
+  lo.verify = o.verify;
+  lo.threads = o.threads;
+  lo.decode_copies = o.decode_copies;
+  lo.reference = o.reference;
+  lo.n_ctx = o.n_ctx;
+  auto loaded = LoadRun(lo);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const std::unique_ptr<Pack>& pack = loaded->pack;
+  const std::unique_ptr<Model>& model = loaded->model;
+  const std::unique_ptr<MatMulBackend>& backend = loaded->backend;
+  o.n_ctx = loaded->n_ctx;
 
   // The memory plan, before anything large is allocated: refuse to start
   // rather than fail later (runtime/memory, docs/memory-plan.md).
@@ -295,28 +294,24 @@ int Main(int argc, char** argv) {
   RunShape shape;
   shape.n_ctx = o.bench ? o.bench_prompt + BenchGenerated(o) + 1 : o.n_ctx;
   shape.batch = o.batch;
-  shape.threads = (*backend)->threads();
+  shape.threads = backend->threads();
   shape.logits_all = !o.logits_out.empty();
   shape.trace_tokens = o.memory.routing_trace_out.empty()
                            ? 0
                            : static_cast<uint64_t>(shape.n_ctx) * (o.bench ? o.bench_reps + 1 : 1);
-  auto setup = PlanRun(**pack, *model, **backend, *mem_options, shape);
-  if (!setup.ok()) return Fail(setup.status());
+  auto planned = PlanAndAllocate(*loaded, *mem_options, shape, o.memory.plan, "strata-run");
+  if (!planned.ok()) return Fail(planned.status());
   if (o.memory.plan) {
-    std::printf("%s", FormatPlan(setup->plan).c_str());
-    return setup->plan.Fits() ? kExitOk : kExitError;
+    std::printf("%s", FormatPlan((*planned)->setup.plan).c_str());
+    return (*planned)->setup.plan.Fits() ? kExitOk : kExitError;
   }
-  if (!setup->plan.Fits()) return Fail(ResourceExhausted(FormatRefusal(setup->plan)));
-  std::fprintf(stderr, "strata-run: %s\n", PlanSummary(setup->plan).c_str());
-  auto mem = AllocateRun(*model, **backend, *setup);
-  if (!mem.ok()) return Fail(mem.status());
+  RunMemory* mem = &*(*planned)->memory;
   std::optional<RoutingTraceRecorder> recorder;
   if (!o.memory.routing_trace_out.empty()) {
     recorder.emplace(model->hp().n_layer, model->hp().n_expert, model->hp().n_expert_used);
     Status s = recorder->Reserve(shape.trace_tokens);
     if (!s.ok()) return Fail(s);
   }
-  if (mem->experts) std::fprintf(stderr, "strata-run: %s\n", mem->experts->Describe().c_str());
   RunContext rc{&mem->states[0], &mem->workspace, mem->experts.get(), recorder ? &*recorder : nullptr};
   // After the run: the tiers' counts and the routing trace.
   auto finish = [&](int code) {
@@ -330,12 +325,12 @@ int Main(int argc, char** argv) {
     }
     return code;
   };
-  if (o.bench) return finish(Bench(*model, **backend, o, rc));
+  if (o.bench) return finish(Bench(*model, *backend, o, rc));
 
-  auto tok = LoadTokenizer(**pack);
+  auto tok = LoadTokenizer(*pack);
   if (!tok.ok()) return Fail(tok.status());
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-  if (o.chat) return finish(Chat(*model, **backend, *tok, o, rc));
+  if (o.chat) return finish(Chat(*model, *backend, *tok, o, rc));
 
   std::vector<int32_t> prompt;
   if (!o.tokens.empty()) {
@@ -387,7 +382,7 @@ int Main(int argc, char** argv) {
       if (write_status.ok())
         write_status = logits_out->Write(reinterpret_cast<const uint8_t*>(row.data()), row.size() * sizeof(float));
     };
-  Generator g(*model, **backend, *rc.state, &*tok);
+  Generator g(*model, *backend, *rc.state, &*tok);
   auto r = g.Generate(prompt, go, cb);
   if (!r.ok()) return Fail(r.status());
   if (!write_status.ok()) return Fail(write_status);

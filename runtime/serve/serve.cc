@@ -16,6 +16,7 @@
 #include "runtime/base/main_guard.h"
 #include "runtime/base/strings.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/memory/load_run.h"
 #include "runtime/memory/memory_plan.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
@@ -110,14 +111,22 @@ int Serve(const ServeOptions& options) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   const auto t_load = std::chrono::steady_clock::now();
-  PackOpenOptions po;
-  po.verify_checksums = o.verify;
-  po.threads = o.threads;
-  auto pack = Pack::Open(o.pack, po);
-  if (!pack.ok()) return fail(pack.status());
-  auto model = Model::Create(**pack);
-  if (!model.ok()) return fail(model.status());
-  auto vocab = VocabFromManifest(*(*pack)->manifest().tokenizer(), (*pack)->path());
+  LoadOptions lo;
+  lo.pack = o.pack;
+  lo.verify = o.verify;
+  lo.threads = o.threads;
+  lo.decode_copies = o.decode_copies;
+  lo.reference = o.reference;
+  lo.fall_back_to_reference = true;
+  lo.n_ctx = o.n_ctx;
+  lo.who = "strata serve";
+  auto loaded = LoadRun(lo);
+  if (!loaded.ok()) return fail(loaded.status());
+  const std::unique_ptr<Pack>& pack = loaded->pack;
+  Model* model = loaded->model.get();
+  MatMulBackend* backend = loaded->backend.get();
+  o.n_ctx = loaded->n_ctx;
+  auto vocab = VocabFromManifest(*pack->manifest().tokenizer(), pack->path());
   if (!vocab.ok()) return fail(vocab.status());
   auto tok = tokenizer::Tokenizer::Create(*vocab);
   if (!tok.ok()) return fail(tok.status());
@@ -129,34 +138,7 @@ int Serve(const ServeOptions& options) {
   if (tmpl->fallback)
     std::fprintf(stderr, "strata serve: the pack has no chat template; chats are rendered with ChatML\n");
 
-  auto switched = ApplyDecodeCopies(*model, o.decode_copies, o.reference ? BackendKind::kReference : BackendKind::kFast);
-  if (!switched.ok()) return fail(switched.status().WithContext("--decode-copies"));
-  if (*switched > 0)
-    std::fprintf(stderr, "strata serve: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", *switched,
-                 o.decode_copies.c_str());
-  std::unique_ptr<MatMulBackend> backend;
-  if (!o.reference) {
-    auto fast = MakeBackend(*model, BackendKind::kFast, o.threads);
-    if (fast.ok()) {
-      backend = std::move(*fast);
-    } else {
-      std::fprintf(stderr, "strata serve: note: the fast backend is not available (%s); serving on the reference "
-                   "backend, which is much slower\n", fast.status().message().c_str());
-    }
-  }
-  if (!backend) {
-    auto ref = MakeBackend(*model, BackendKind::kReference, o.threads);
-    if (!ref.ok()) return fail(ref.status());
-    backend = std::move(*ref);
-  }
-  for (const std::string& note : backend->Notes()) std::fprintf(stderr, "strata serve: %s\n", note.c_str());
-
   const HParams& hp = model->hp();
-  if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
-  if (o.n_ctx > hp.n_ctx_train)
-    return fail(InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
-                                          "implement RoPE scaling)",
-                                          static_cast<long long>(o.n_ctx), hp.n_ctx_train)));
   SchedulerOptions so;
   so.parallel = o.parallel;
   so.n_ctx = o.n_ctx;
@@ -175,18 +157,14 @@ int Serve(const ServeOptions& options) {
   shape.batch = so.step_tokens;
   shape.threads = backend->threads();
   shape.recurrent_snapshots = true;
-  auto setup = PlanRun(**pack, *model, *backend, mo, shape);
-  if (!setup.ok()) return fail(setup.status());
+  auto planned = PlanAndAllocate(*loaded, mo, shape, o.plan_only, "strata serve");
+  if (!planned.ok()) return fail(planned.status());
   if (o.plan_only) {
-    std::printf("%s", FormatPlan(setup->plan).c_str());
-    return setup->plan.Fits() ? kExitOk : kExitError;
+    std::printf("%s", FormatPlan((*planned)->setup.plan).c_str());
+    return (*planned)->setup.plan.Fits() ? kExitOk : kExitError;
   }
-  if (!setup->plan.Fits()) return fail(ResourceExhausted(FormatRefusal(setup->plan)));
-  std::fprintf(stderr, "strata serve: %s\n", PlanSummary(setup->plan).c_str());
-  auto memory = AllocateRun(*model, *backend, *setup);
-  if (!memory.ok()) return fail(memory.status());
-  if (memory->experts) std::fprintf(stderr, "strata serve: %s\n", memory->experts->Describe().c_str());
-  so.memory = &*memory;
+  RunMemory* memory = &*(*planned)->memory;
+  so.memory = memory;
   std::fprintf(stderr, "strata serve: %d slots x %lld positions: %s of KV cache and recurrent state with snapshots "
                "(%s per slot)\n", so.parallel, static_cast<long long>(so.n_ctx),
                HumanBytes(Scheduler::PlannedBytes(hp, so)).c_str(),
@@ -198,11 +176,11 @@ int Serve(const ServeOptions& options) {
 
   ServingModel sm;
   sm.id = std::filesystem::path(o.pack).stem().string();
-  sm.model = &*model;
+  sm.model = model;
   sm.tok = &*tok;
   sm.chat_template = *tmpl;
   sm.scheduler = scheduler->get();
-  sm.pack_bytes = (*pack)->file_size();
+  sm.pack_bytes = pack->file_size();
   sm.backend = backend->name();
   sm.created = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count();

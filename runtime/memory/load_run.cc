@@ -1,0 +1,60 @@
+#include "runtime/memory/load_run.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/base/strings.h"
+#include "runtime/model/backend_factory.h"
+
+namespace strata {
+
+Result<LoadedRun> LoadRun(const LoadOptions& o) {
+  LoadedRun run;
+  PackOpenOptions po;
+  po.verify_checksums = o.verify;
+  po.threads = o.threads;
+  STRATA_ASSIGN_OR_RETURN(run.pack, Pack::Open(o.pack, po));
+  STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
+  run.model = std::make_unique<Model>(std::move(model));
+
+  const BackendKind kind = o.reference ? BackendKind::kReference : BackendKind::kFast;
+  auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, kind);
+  if (!switched.ok()) return switched.status().WithContext("--decode-copies");
+  if (*switched > 0)
+    std::fprintf(stderr, "%s: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", o.who.c_str(),
+                 *switched, o.decode_copies.c_str());
+
+  auto backend = MakeBackend(*run.model, kind, o.threads);
+  if (!backend.ok() && kind == BackendKind::kFast && o.fall_back_to_reference) {
+    std::fprintf(stderr, "%s: note: the fast backend is not available (%s); running on the reference backend, "
+                 "which is much slower\n", o.who.c_str(), backend.status().message().c_str());
+    backend = MakeBackend(*run.model, BackendKind::kReference, o.threads);
+  }
+  if (!backend.ok()) return backend.status();
+  run.backend = std::move(*backend);
+  for (const std::string& note : run.backend->Notes()) std::fprintf(stderr, "%s: %s\n", o.who.c_str(), note.c_str());
+
+  const HParams& hp = run.model->hp();
+  run.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(hp.n_ctx_train, 4096);
+  if (run.n_ctx > hp.n_ctx_train)
+    return InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
+                                     "implement RoPE scaling)",
+                                     static_cast<long long>(run.n_ctx), hp.n_ctx_train));
+  return run;
+}
+
+Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
+                                                    const RunShape& shape, bool plan_only, const std::string& who) {
+  auto planned = std::make_unique<PlannedRun>();
+  STRATA_ASSIGN_OR_RETURN(planned->setup, PlanRun(*run.pack, *run.model, *run.backend, memory, shape));
+  if (plan_only) return planned;
+  if (!planned->setup.plan.Fits()) return ResourceExhausted(FormatRefusal(planned->setup.plan));
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(planned->setup.plan).c_str());
+  STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, planned->setup));
+  planned->memory.emplace(std::move(mem));
+  if (planned->memory->experts)
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), planned->memory->experts->Describe().c_str());
+  return planned;
+}
+
+}  // namespace strata

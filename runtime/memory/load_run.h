@@ -1,0 +1,64 @@
+#pragma once
+// The one load routine: strata-run and the server both open a pack and
+// prepare a run through it, so they cannot drift apart.
+//
+//   LoadRun:          open the pack (checksums if asked), make the model, point
+//                     it at its decode copies (--decode-copies), make the
+//                     backend (which refuses a matrix it cannot multiply,
+//                     naming it), resolve and check the context length.
+//   PlanAndAllocate:  the memory plan for the run's shape; for --plan, the
+//                     plan alone; a plan that does not fit is an error with
+//                     the numbers and what to change; else the allocations.
+//
+// Each step that a user should hear about prints one line to stderr,
+// prefixed with `LoadOptions::who`.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "runtime/base/status.h"
+#include "runtime/memory/run_memory.h"
+#include "runtime/model/backend.h"
+#include "runtime/model/model.h"
+#include "runtime/pack/pack_reader.h"
+
+namespace strata {
+
+struct LoadOptions {
+  std::string pack;
+  bool verify = false;                  // verify every blob's checksum at load
+  int threads = 0;                      // backend threads (and checksum threads); 0: all cores
+  std::string decode_copies = "auto";   // --decode-copies auto|native|copies
+  bool reference = false;               // the plain reference backend
+  // When the fast backend cannot be made: run on the reference backend (the
+  // server's choice, with a note) instead of failing (strata-run's).
+  bool fall_back_to_reference = false;
+  int64_t n_ctx = 0;                    // positions; 0: the training context, at most 4096
+  std::string who = "strata-run";       // prefix of the notes printed to stderr
+};
+
+struct LoadedRun {
+  std::unique_ptr<Pack> pack;
+  std::unique_ptr<Model> model;  // on the heap: the backend and the run's memory keep its address
+  std::unique_ptr<MatMulBackend> backend;
+  int64_t n_ctx = 0;             // resolved and checked against the training context
+};
+
+Result<LoadedRun> LoadRun(const LoadOptions& options);
+
+struct PlannedRun {
+  RunSetup setup;                  // the plan (setup.plan) and what the allocations use
+  std::optional<RunMemory> memory;  // unset for plan_only
+};
+
+// PlanRun for `shape`; plan_only returns the plan, fitting or not (the caller
+// prints it and exits 0 only when it fits). Otherwise a plan that does not
+// fit is ResourceExhausted with FormatRefusal's text, and one that fits is
+// allocated (AllocateRun). The result must outlive the run (the expert
+// executor uses its device and hotness), so it is returned on the heap.
+Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
+                                                    const RunShape& shape, bool plan_only, const std::string& who);
+
+}  // namespace strata
