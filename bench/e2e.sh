@@ -57,11 +57,11 @@ for m in $MODELS; do
     q3-q8)   make_pack q3-4L-q8_0 --preset qwen3-30b-a3b --layers 4 --type Q8_0 "${TOK[@]}"
              bench "Qwen3-30B-A3B shape, 4 layers, Q8_0" "$DIR/q3-4L-q8_0.strata" ;;
     q36-q4km) make_pack q36-4L-q4km --arch qwen35moe --preset qwen36-35b-a3b --layers 1 --mix q4_k_m
-             STRATA_DELTA_NET=sequential bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q4_K_M, sequential delta rule" "$DIR/q36-4L-q4km.strata"
-             STRATA_DELTA_NET=chunked bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q4_K_M, chunked delta rule" "$DIR/q36-4L-q4km.strata" ;;
+             bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q4_K_M, sequential delta rule" "$DIR/q36-4L-q4km.strata" --delta-net sequential
+             bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q4_K_M, chunked delta rule" "$DIR/q36-4L-q4km.strata" --delta-net chunked ;;
     q36-q8)  make_pack q36-4L-q8_0 --arch qwen35moe --preset qwen36-35b-a3b --layers 1 --type Q8_0
-             STRATA_DELTA_NET=sequential bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q8_0, sequential delta rule" "$DIR/q36-4L-q8_0.strata"
-             STRATA_DELTA_NET=chunked bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q8_0, chunked delta rule" "$DIR/q36-4L-q8_0.strata" ;;
+             bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q8_0, sequential delta rule" "$DIR/q36-4L-q8_0.strata" --delta-net sequential
+             bench "Qwen3.6-35B-A3B shape, 4 layers (3 delta-net + 1 attention), Q8_0, chunked delta rule" "$DIR/q36-4L-q8_0.strata" --delta-net chunked ;;
     stories) if [[ -f "$DATA/models/stories260K.gguf" ]]; then
                [[ -f "$DIR/stories260K.strata" ]] || "$PACK" "$DATA/models/stories260K.gguf" -o "$DIR/stories260K.strata" >&2
                bench "stories260K (llama, F32)" "$DIR/stories260K.strata"

@@ -172,11 +172,11 @@ TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
   std::vector<int32_t> ids;
   for (int i = 0; i < 150; ++i) ids.push_back((i * 37 + 11) % 512);
   auto run = [&](DeltaNetMode mode, size_t split) {
-    SetDeltaNetMode(mode);
     auto st = SequenceState::Create(model->hp(), 200);
     std::vector<float> all, part;
     ForwardOptions fo;
     fo.all_logits = true;
+    fo.delta_net = mode;
     for (size_t i = 0; i < ids.size(); i += split) {
       size_t m = std::min(split, ids.size() - i);
       EXPECT_TRUE(Forward(*model, be, *st, std::span(ids).subspan(i, m), fo, &part).ok());
@@ -192,7 +192,9 @@ TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
     for (size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, std::fabs(chunked[i] - seq[i]));
     EXPECT_LT(worst, 1e-4f) << "split " << split;
   }
-  SetDeltaNetMode(DeltaNetMode::kSequential);  // the default
+  EXPECT_EQ(ForwardOptions{}.delta_net, DeltaNetMode::kSequential);  // the default
+  EXPECT_EQ(ParseDeltaNetMode("chunked").value(), DeltaNetMode::kChunked);
+  EXPECT_FALSE(ParseDeltaNetMode("auto").ok());
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ std::vector<std::string> Events(const std::string& body) {
 }
 
 TEST_F(ServeHttpTest, HealthSays503WhileLoadingThen200) {
-  Start({}, {{"STRATA_SERVE_TEST_LOAD_DELAY_MS", "3000"}}, /*wait_ready=*/false);
+  Start({"--test-load-delay-ms", "3000"}, {}, /*wait_ready=*/false);
   auto r = Client().Get("/health");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
@@ -415,7 +415,7 @@ TEST_F(ServeHttpTest, AFollowUpTurnReusesTheSlotAndTheLogSaysSo) {
 }
 
 TEST_F(ServeHttpTest, AFullQueueAnswers503) {
-  Start({"--parallel", "1", "--queue", "0"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  Start({"--parallel", "1", "--queue", "0", "--test-step-delay-ms", "20"});
   std::thread slow([&] { Post("/v1/completions", R"({"prompt":"slow","max_tokens":100,"ignore_eos":true})"); });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));
   auto r = Post("/v1/completions", R"({"prompt":"more","max_tokens":1})");
@@ -430,7 +430,7 @@ TEST_F(ServeHttpTest, AFullQueueAnswers503) {
 
 TEST_F(ServeHttpTest, AClientThatDisconnectsFreesItsSlotAtOnce) {
   // 20 ms a step: 200 tokens would take 4 s; the slot must be free well before.
-  Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  Start({"--parallel", "1", "--test-step-delay-ms", "20"});
   for (bool stream : {true, false}) {
     // ignore_eos: a random-weights model may sample end-of-text early, which
     // would finish the request before the disconnect is noticed.
@@ -457,7 +457,7 @@ TEST_F(ServeHttpTest, AClientThatDisconnectsFreesItsSlotAtOnce) {
 }
 
 TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) {
-  Start({"--parallel", "2"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "20"}});
+  Start({"--parallel", "2", "--test-step-delay-ms", "20"});
   std::string body;
   std::thread running([&] {
     auto r = Post("/v1/chat/completions", ChatBody("go", R"("max_tokens":40,"stream":true,"ignore_eos":true)"));
@@ -480,7 +480,7 @@ TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) 
 }
 
 TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
-  Start({"--parallel", "1"}, {{"STRATA_SERVE_TEST_STEP_DELAY_MS", "50"}});
+  Start({"--parallel", "1", "--test-step-delay-ms", "50"});
   std::string body;
   std::thread running([&] {
     auto r = Post("/v1/completions", R"({"prompt":"endless","max_tokens":250,"stream":true,"ignore_eos":true})");

@@ -130,6 +130,7 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o, const
     go.ignore_eog = true;
     go.sampling.temperature = 0;
     go.batch = o.batch;
+    go.delta_net = *ParseDeltaNetMode(o.delta_net);  // checked by RunOptions::Validate
     go.feed_last = true;
     auto r = g.Generate(prompt, go);
     if (!r.ok()) return Fail(r.status());
@@ -181,6 +182,7 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
     go.sampling = o.sampling;
     go.stop_strings = tmpl->StopStrings();
     go.batch = o.batch;
+    go.delta_net = *ParseDeltaNetMode(o.delta_net);
     auto r = g.Generate(ids, go, {[](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); }, {}, {}});
     if (!r.ok()) return Fail(r.status());
     std::printf("\n");
@@ -200,6 +202,7 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
     if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
     std::vector<float> unused;
     ForwardOptions fo;
+    fo.delta_net = *ParseDeltaNetMode(o.delta_net);
     fo.workspace = rc.workspace;
     fo.experts = rc.experts;
     fo.observer = rc.observer;
@@ -235,6 +238,9 @@ int Serve(const RunOptions& o) {
   so.max_tokens = o.n_predict;
   so.reference = o.reference;
   so.verify = o.verify;
+  so.delta_net = *ParseDeltaNetMode(o.delta_net);
+  so.test_load_delay_ms = o.test_load_delay_ms;
+  so.test_step_delay_ms = o.test_step_delay_ms;
   return serve::Serve(so);
 }
 
@@ -370,6 +376,7 @@ int Main(int argc, char** argv) {
   go.sampling = o.sampling;
   go.stop_strings = o.stop;
   go.batch = o.batch;
+  go.delta_net = *ParseDeltaNetMode(o.delta_net);
   go.prompt_logits = logits_out.has_value();
   go.feed_last = logits_out.has_value();
   GenerateCallbacks cb;

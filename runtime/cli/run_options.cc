@@ -1,5 +1,7 @@
 #include "runtime/cli/run_options.h"
 
+#include "runtime/model/forward.h"
+
 #include "runtime/base/strings.h"
 
 namespace strata {
@@ -14,6 +16,9 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("-c,--ctx-size", o.n_ctx, "context length in tokens (default: min(training context, 4096))");
   app.add_option("-t,--threads", o.threads, "threads (default: all cores)");
   app.add_option("-b,--batch", o.batch, "prompt tokens per forward pass (default 512)");
+  app.add_option("--delta-net", o.delta_net,
+                 "how gated delta-net layers (qwen35moe) run a prompt: sequential (default, token by token) or "
+                 "chunked (the chunked delta rule; decode is always sequential)");
   app.add_option("--temp", o.sampling.temperature, "temperature; 0 is greedy (default 0.8)");
   app.add_option("--top-k", o.sampling.top_k, "top-k; 0 is off (default 40)");
   app.add_option("--top-p", o.sampling.top_p, "top-p; 1 is off (default 0.95)");
@@ -49,6 +54,13 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   serve->add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   serve->add_option("--port", o.port, "port to listen on (default 8080; 0: any free port, printed at start)");
   serve->add_option("--queue", o.queue, "requests that may wait for a slot; more get 503 (default 64)");
+  // Test hooks: options of their own (not environment variables), left out of
+  // --help (an option group without a name is hidden).
+  auto* hooks = app.add_option_group("");
+  hooks->add_option("--test-load-delay-ms", o.test_load_delay_ms, "tests: hold the loading phase open this long")
+      ->check(CLI::Range(0, 60000));
+  hooks->add_option("--test-step-delay-ms", o.test_step_delay_ms, "tests: pause this long before each step")
+      ->check(CLI::Range(0, 60000));
   serve->add_option("--api-key", o.api_key,
                     "require this key (Authorization: Bearer KEY) on every endpoint but /health and the chat page; "
                     "default: the STRATA_API_KEY environment variable, else none");
@@ -65,6 +77,7 @@ Status RunOptions::Validate() const {
   if (threads < 0 || threads > 1024) return InvalidArgument(StrFormat("-t %d: expected 1..1024", threads));
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
+  STRATA_RETURN_IF_ERROR(ParseDeltaNetMode(delta_net).status());
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
         !logits_out.empty())

@@ -22,6 +22,7 @@ struct RunOptions {
   int64_t n_ctx = 0;   // 0: min(training context, 4096)
   int threads = 0;     // 0: all cores
   int32_t batch = 512;
+  std::string delta_net = "sequential";  // --delta-net sequential|chunked
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -42,6 +43,8 @@ struct RunOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   int queue = 64;
+  int test_load_delay_ms = 0;  // --test-load-delay-ms (hidden): tests hold the loading phase open
+  int test_step_delay_ms = 0;  // --test-step-delay-ms (hidden): tests slow every scheduler step
   std::string api_key;
   std::string cors_origin;
   size_t max_body = 16u << 20;

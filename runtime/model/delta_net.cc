@@ -23,7 +23,6 @@
 // SequenceState, so any split of a prompt gives the same result.
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -36,7 +35,6 @@
 namespace strata {
 namespace {
 
-std::atomic<int> g_mode{-1};  // -1: not read from the environment yet
 
 constexpr int64_t kChunk = 64;
 // Scratch floats one head's recurrence uses (the chunked form's is the larger).
@@ -143,18 +141,13 @@ void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const
 
 }  // namespace
 
-DeltaNetMode GetDeltaNetMode() {
-  int m = g_mode.load();
-  if (m < 0) {
-    const char* e = std::getenv("STRATA_DELTA_NET");
-    std::string s = e ? e : "";
-    m = static_cast<int>(s == "chunked" ? DeltaNetMode::kChunked : DeltaNetMode::kSequential);
-    g_mode.store(m);
-  }
-  return static_cast<DeltaNetMode>(m);
-}
+std::string_view DeltaNetModeName(DeltaNetMode m) { return m == DeltaNetMode::kChunked ? "chunked" : "sequential"; }
 
-void SetDeltaNetMode(DeltaNetMode mode) { g_mode.store(static_cast<int>(mode)); }
+Result<DeltaNetMode> ParseDeltaNetMode(std::string_view name) {
+  if (name == "sequential") return DeltaNetMode::kSequential;
+  if (name == "chunked") return DeltaNetMode::kChunked;
+  return InvalidArgument("--delta-net '" + std::string(name) + "': expected sequential or chunked");
+}
 
 uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape) {
   const uint64_t n = static_cast<uint64_t>(shape.tokens), n_v = hp.ssm_dt_rank;
@@ -166,7 +159,8 @@ uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape) {
          TakeBytes<float>(tasks * static_cast<uint64_t>(HeadScratchFloats(hp.ssm_d_state)));
 }
 
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, std::span<SequenceState* const> states,
+Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, DeltaNetMode mode,
+                     std::span<SequenceState* const> states,
                      int32_t il, int64_t n, const float* h, float* out) {
   using R = TensorRole;
   const HParams& hp = model.hp();
@@ -231,7 +225,7 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
 
   // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
   //    and per value head.
-  const bool chunked = GetDeltaNetMode() == DeltaNetMode::kChunked;
+  const bool chunked = mode == DeltaNetMode::kChunked;
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;

@@ -288,7 +288,8 @@ Status RunSwiGlu(MatMulBackend& backend, const WeightMatrix& gate, const WeightM
 }
 
 // delta_net.cc: token t uses the recurrent state of states[t].
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, std::span<SequenceState* const> states,
+Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, DeltaNetMode mode,
+                     std::span<SequenceState* const> states,
                      int32_t il, int64_t n, const float* h, float* out);
 uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape);
 
@@ -365,7 +366,7 @@ Status RunPass(Pass& p, std::span<const SequenceBatch> batch, std::vector<float>
     // Mixer.
     for (int64_t t = 0; t < n; ++t) ops::RmsNormTo(&x[t * E], p.F(il, R::kAttnNorm), E, hp.rms_eps, &h[t * E]);
     if (layer.mixer == Mixer::kGatedDeltaNet) {
-      STRATA_RETURN_IF_ERROR(GatedDeltaNet(model, backend, p.ws, {states, static_cast<size_t>(n)}, il, n, h, y));
+      STRATA_RETURN_IF_ERROR(GatedDeltaNet(model, backend, p.ws, p.opt.delta_net, {states, static_cast<size_t>(n)}, il, n, h, y));
     } else {
       STRATA_RETURN_IF_ERROR(Attention(p, il, layer.mixer, h, y));
     }

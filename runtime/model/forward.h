@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "runtime/model/backend.h"
@@ -35,6 +36,17 @@ class ExpertExecutor {
   virtual Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
 };
 
+// How gated delta-net layers run a prompt's recurrence (decode steps are
+// always sequential). The default is the token-by-token form: measured side
+// by side with the chunked form on 512-token prompts of the Qwen3.6-35B-A3B
+// shape, it prefilled 18-19% faster on this project's machines
+// (bench/results/cpu-runtime.md) and stays closer to llama.cpp (0.03 against
+// 0.44, docs/conformance.md). The chunked form is kept, tested equal, and
+// selectable per run: ForwardOptions::delta_net (strata-run --delta-net).
+enum class DeltaNetMode { kSequential = 0, kChunked = 1 };
+std::string_view DeltaNetModeName(DeltaNetMode m);  // "sequential", "chunked"
+Result<DeltaNetMode> ParseDeltaNetMode(std::string_view name);
+
 struct ForwardOptions {
   bool all_logits = false;               // logits for every token, not only the last
   RoutingObserver* observer = nullptr;
@@ -42,6 +54,7 @@ struct ForwardOptions {
   // Scratch for the pass, made once for the run (memory plan). Null: the pass
   // allocates a workspace of ForwardWorkspaceBytes for itself.
   Workspace* workspace = nullptr;
+  DeltaNetMode delta_net = DeltaNetMode::kSequential;  // how gated delta-net layers run a prompt
 };
 
 // The most workspace a pass of this shape takes (exact for the largest pass:
@@ -72,17 +85,6 @@ struct SequenceBatch {
   bool all_logits = false;  // logits for every token of this sequence, not only its last
 };
 
-// How gated delta-net layers run a prompt's recurrence (decode steps are
-// always sequential). The default is the token-by-token form: measured side
-// by side with the chunked form on 512-token prompts of the Qwen3.6-35B-A3B
-// shape, it prefilled 18-19% faster on this project's machines
-// (bench/results/cpu-runtime.md) and stays closer to llama.cpp (0.03 against
-// 0.44, docs/conformance.md). The chunked form is kept, tested equal, and
-// selectable: STRATA_DELTA_NET=chunked (any other value, or none, is the
-// default).
-enum class DeltaNetMode { kSequential = 0, kChunked = 1 };
-DeltaNetMode GetDeltaNetMode();
-void SetDeltaNetMode(DeltaNetMode mode);
 
 // Several sequences in one pass (continuous batching): every matrix product
 // runs once over the tokens of all sequences, attention and recurrent state

@@ -89,6 +89,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   fo.observer = o.observer;
   fo.experts = o.experts;
   fo.workspace = o.workspace;
+  fo.delta_net = o.delta_net;
   // The largest logits buffer the run needs, before anything runs.
   const int64_t batch = std::max<int32_t>(1, o.batch);
   const size_t max_rows = o.prompt_logits ? static_cast<size_t>(std::min<int64_t>(batch, r.n_prompt)) : 1;

@@ -32,6 +32,7 @@ struct GenerateOptions {
   RoutingObserver* observer = nullptr;
   ExpertExecutor* experts = nullptr;  // ForwardOptions::experts
   Workspace* workspace = nullptr;     // ForwardOptions::workspace (the run's, from the memory plan)
+  DeltaNetMode delta_net = DeltaNetMode::kSequential;  // ForwardOptions::delta_net
 };
 
 struct GenerateResult {

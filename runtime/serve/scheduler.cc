@@ -364,6 +364,7 @@ void Scheduler::Step() {
   std::vector<float> logits;
   const auto t0 = Clock::now();
   ForwardOptions fo;
+  fo.delta_net = options_.delta_net;
   if (options_.memory) {
     fo.workspace = &options_.memory->workspace;
     fo.experts = options_.memory->experts.get();

@@ -50,6 +50,7 @@ struct SchedulerOptions {
   int32_t step_tokens = 512;   // tokens per forward pass, all slots together (>= parallel)
   bool log_requests = true;    // one line per finished request on stderr
   int step_delay_ms = 0;       // tests only: a pause before each step, so timing-dependent tests hold
+  DeltaNetMode delta_net = DeltaNetMode::kSequential;  // how gated delta-net layers run prompts
   // What the memory plan allocated (runtime/memory/run_memory.h): the slots
   // take its `parallel` states (moved out), every step runs in its workspace
   // and through its expert tiers. Null: the scheduler allocates its own

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -29,15 +27,6 @@
 namespace strata::serve {
 namespace {
 
-// A test hook's milliseconds (an environment variable only tests set):
-// digits only, at most a minute; anything else is no delay.
-int TestHookMs(const char* text) {
-  int ms = 0;
-  const char* end = text + std::strlen(text);
-  auto [p, ec] = std::from_chars(text, end, ms);
-  if (ec != std::errc() || p != end || ms < 0) return 0;
-  return std::min(ms, 60000);
-}
 
 std::atomic<int> g_signals{0};  // lock-free: safe to touch in a signal handler
 
@@ -106,9 +95,8 @@ int Serve(const ServeOptions& options) {
   };
 
   // Test hook: hold the loading phase open so tests can see /health answer 503.
-  if (const char* delay = std::getenv("STRATA_SERVE_TEST_LOAD_DELAY_MS"))
-    for (int ms = TestHookMs(delay); ms > 0 && g_signals.load() == 0; ms -= 10)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int ms = o.test_load_delay_ms; ms > 0 && g_signals.load() == 0; ms -= 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   const auto t_load = std::chrono::steady_clock::now();
   LoadOptions lo;
@@ -144,8 +132,8 @@ int Serve(const ServeOptions& options) {
   so.n_ctx = o.n_ctx;
   so.queue_limit = o.queue;
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
-  // Test hook: slow every step down so tests can act while requests run.
-  if (const char* delay = std::getenv("STRATA_SERVE_TEST_STEP_DELAY_MS")) so.step_delay_ms = TestHookMs(delay);
+  so.delta_net = o.delta_net;
+  so.step_delay_ms = o.test_step_delay_ms;  // test hook: slow every step down
   // The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
   // states, the workspace of the largest step, the expert tiers. A server that
   // would not fit refuses to start instead of failing under load.

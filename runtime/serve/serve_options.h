@@ -7,6 +7,7 @@
 
 #include "runtime/memory/run_memory.h"
 
+#include "runtime/model/forward.h"
 #include "runtime/model/sampler.h"
 
 namespace strata::serve {
@@ -35,6 +36,9 @@ struct ServeOptions {
   RunMemoryOptions memory;
   std::string decode_copies = "auto";  // --decode-copies auto|native|copies (docs/experts.md)
   bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
+  DeltaNetMode delta_net = DeltaNetMode::kSequential;  // --delta-net
+  int test_load_delay_ms = 0;      // tests only: hold the loading phase open (/health answers 503)
+  int test_step_delay_ms = 0;      // tests only: pause before each step, so tests can act while requests run
 };
 
 // Runs the server until SIGINT or SIGTERM. Returns the process exit code:

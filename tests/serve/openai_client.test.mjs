@@ -181,7 +181,7 @@ describe("a trained model (stories260K, SentencePiece with BOS, no ChatML tokens
 describe("openai client and the server's keep-alives", () => {
   test("a streamed request that waits in the queue gets SSE keep-alive comments the client ignores", async () => {
     // One slot, 30 ms a step: the second request waits about a second.
-    const slow = await startServer(pack, ["--parallel", "1"], { STRATA_SERVE_TEST_STEP_DELAY_MS: "30" });
+    const slow = await startServer(pack, ["--parallel", "1", "--test-step-delay-ms", "30"]);
     try {
       const c = new OpenAI({ baseURL: `${slow.url}/v1`, apiKey: "unused", maxRetries: 0 });
       const ask = async () => {

@@ -22,8 +22,7 @@ before(async () => {
   const gguf = sharedFile("models/stories260K.gguf");
   const pack = gguf ? packGguf(gguf, dir, "stories") : makePack(dir);
   // -n: the server's default max_tokens (the page sends none; the stories model rarely stops by itself).
-  server = await startServer(pack, ["--parallel", "2", "--api-key", "page-key", "-n", "60"],
-                             { STRATA_SERVE_TEST_STEP_DELAY_MS: "5" });
+  server = await startServer(pack, ["--parallel", "2", "--api-key", "page-key", "-n", "60", "--test-step-delay-ms", "5"]);
   const profile = path.join(dir, "chromium-profile");  // an empty --user-data-dir
   fs.mkdirSync(profile);
   context = await chromium.launchPersistentContext(profile, {
