@@ -263,6 +263,7 @@ int Main(int argc, char** argv) {
   }
   Status valid = o.Validate();
   if (!valid.ok()) return Fail(valid);
+  if (o.backend == "reference") o.reference = true;
   if (o.serve) return Serve(o);
 
   auto t_load = std::chrono::steady_clock::now();
