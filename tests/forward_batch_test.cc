@@ -11,6 +11,7 @@
 #include "runtime/model/forward.h"
 #include "runtime/pack/pack_reader.h"
 #include "tests/gguf_writer/synthetic_model.h"
+#include "tests/testing/synthetic_pack.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/test_data.h"
 
@@ -118,25 +119,15 @@ namespace {
 // A backend that cannot multiply a matrix's type refuses the model at load,
 // naming the tensor and the type (issue 10), instead of computing NaN.
 TEST(MakeBackend, RefusesAMatrixItCannotMultiplyNamingIt) {
-  std::string dir = testing::ScratchDir("backend_refuses_type");
-  testing::SyntheticModelSpec s;
-  s.arch = Arch::kLlama;
-  s.hp = testing::TinyLlamaHParams();
-  auto b = testing::BuildSyntheticModel(s);
-  ASSERT_TRUE(b.ok());
-  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
-  PackOptions o;
-  o.probe = false;
-  ASSERT_TRUE(testing::PackFile(dir + "/m.gguf", dir + "/m.strata", o).ok());
-  auto pack = Pack::Open(dir + "/m.strata");
-  ASSERT_TRUE(pack.ok());
-  auto model = Model::Create(**pack);
-  ASSERT_TRUE(model.ok());
+  auto opened = testing::MakeSyntheticPack(Arch::kLlama, testing::ScratchDir("backend_refuses_type"), "m");
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  const std::unique_ptr<Pack>& pack = opened->pack;
+  const std::unique_ptr<Model>& model = opened->model;
   for (BackendKind kind : {BackendKind::kFast, BackendKind::kReference})
     EXPECT_TRUE(MakeBackend(*model, kind, 1).ok());
   // The same tensors with blk.1.ffn_down.weight recorded as I8, a type with
   // neither a kernel nor a dequantizer.
-  std::vector<TensorView> views((*pack)->tensors().begin(), (*pack)->tensors().end());
+  std::vector<TensorView> views(pack->tensors().begin(), pack->tensors().end());
   for (TensorView& v : views)
     if (v.name == "blk.1.ffn_down.weight") v.type = GgmlType::kI8;
   auto edited = Model::FromTensors(Arch::kLlama, model->hp(), views, "edited");
