@@ -212,9 +212,21 @@ int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer&
   return kExitOk;
 }
 
+// What both a run and the server load, from the command line.
+LoadOptions LoadOptionsFrom(const RunOptions& o) {
+  LoadOptions lo;
+  lo.pack = o.pack;
+  lo.verify = o.verify;
+  lo.threads = o.threads;
+  lo.decode_copies = o.decode_copies;
+  lo.reference = o.reference;
+  lo.n_ctx = o.n_ctx;
+  return lo;
+}
+
 int Serve(const RunOptions& o) {
   serve::ServeOptions so;
-  so.pack = o.pack;
+  so.load = LoadOptionsFrom(o);
   so.host = o.host;
   so.port = o.port;
   so.parallel = o.memory.parallel > 0 ? o.memory.parallel : 4;
@@ -223,21 +235,16 @@ int Serve(const RunOptions& o) {
   if (!o.memory.routing_trace_out.empty())
     return Fail(InvalidArgument("--routing-trace-out records one run; the server does not write a trace"));
   so.memory = *mem;
-  so.decode_copies = o.decode_copies;
   so.plan_only = o.memory.plan;
   so.queue = o.queue;
   so.api_key = o.api_key;
   if (so.api_key.empty())
     if (const char* env = std::getenv("STRATA_API_KEY")) so.api_key = env;
   so.cors_origin = o.cors_origin;
-  so.n_ctx = o.n_ctx;
-  so.threads = o.threads;
   so.batch = o.batch;
   so.max_body = o.max_body;
   so.sampling = o.sampling;
   so.max_tokens = o.n_predict;
-  so.reference = o.reference;
-  so.verify = o.verify;
   so.delta_net = *ParseDeltaNetMode(o.delta_net);
   so.test_load_delay_ms = o.test_load_delay_ms;
   so.test_step_delay_ms = o.test_step_delay_ms;
@@ -276,14 +283,7 @@ int Main(int argc, char** argv) {
     return TokenizeFile(**pack, o.tokenize_file);
   }
 
-  LoadOptions lo;
-  lo.pack = o.pack;
-  lo.verify = o.verify;
-  lo.threads = o.threads;
-  lo.decode_copies = o.decode_copies;
-  lo.reference = o.reference;
-  lo.n_ctx = o.n_ctx;
-  auto loaded = LoadRun(lo);
+  auto loaded = LoadRun(LoadOptionsFrom(o));
   if (!loaded.ok()) return Fail(loaded.status());
   const std::unique_ptr<Pack>& pack = loaded->pack;
   const std::unique_ptr<Model>& model = loaded->model;

@@ -69,7 +69,7 @@ int Serve(const ServeOptions& options) {
     }
     const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
     std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), *port,
-                 o.pack.c_str());
+                 o.load.pack.c_str());
     if (!IsLoopback(o.host) && o.api_key.empty())
       std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
                    "address can use the model (--api-key)\n", o.host.c_str());
@@ -99,21 +99,14 @@ int Serve(const ServeOptions& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   const auto t_load = std::chrono::steady_clock::now();
-  LoadOptions lo;
-  lo.pack = o.pack;
-  lo.verify = o.verify;
-  lo.threads = o.threads;
-  lo.decode_copies = o.decode_copies;
-  lo.reference = o.reference;
+  LoadOptions lo = o.load;
   lo.fall_back_to_reference = true;
-  lo.n_ctx = o.n_ctx;
   lo.who = "strata serve";
   auto loaded = LoadRun(lo);
   if (!loaded.ok()) return fail(loaded.status());
   const std::unique_ptr<Pack>& pack = loaded->pack;
   Model* model = loaded->model.get();
   MatMulBackend* backend = loaded->backend.get();
-  o.n_ctx = loaded->n_ctx;
   auto vocab = VocabFromManifest(*pack->manifest().tokenizer(), pack->path());
   if (!vocab.ok()) return fail(vocab.status());
   auto tok = tokenizer::Tokenizer::Create(*vocab);
@@ -129,7 +122,7 @@ int Serve(const ServeOptions& options) {
   const HParams& hp = model->hp();
   SchedulerOptions so;
   so.parallel = o.parallel;
-  so.n_ctx = o.n_ctx;
+  so.n_ctx = loaded->n_ctx;
   so.queue_limit = o.queue;
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
   so.delta_net = o.delta_net;
@@ -139,7 +132,7 @@ int Serve(const ServeOptions& options) {
   // would not fit refuses to start instead of failing under load.
   RunMemoryOptions mo = o.memory;
   mo.parallel = so.parallel;
-  mo.decode_copies = o.decode_copies != "native";  // the host expert tier follows --decode-copies
+  mo.decode_copies = o.load.decode_copies != "native";  // the host expert tier follows --decode-copies
   RunShape shape;
   shape.n_ctx = so.n_ctx;
   shape.batch = so.step_tokens;
@@ -163,7 +156,7 @@ int Serve(const ServeOptions& options) {
   (*scheduler)->Start();
 
   ServingModel sm;
-  sm.id = std::filesystem::path(o.pack).stem().string();
+  sm.id = std::filesystem::path(o.load.pack).stem().string();
   sm.model = model;
   sm.tok = &*tok;
   sm.chat_template = *tmpl;

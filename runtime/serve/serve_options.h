@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/memory/load_run.h"
 #include "runtime/memory/run_memory.h"
 
 #include "runtime/model/forward.h"
@@ -13,28 +14,26 @@
 namespace strata::serve {
 
 struct ServeOptions {
-  std::string pack;
+  // The pack and how to load it, as strata-run loads it (runtime/memory/load_run.h):
+  // load.n_ctx is the positions per slot (0: min(training context, 4096)).
+  // Serve sets load.who and load.fall_back_to_reference itself.
+  LoadOptions load;
   std::string host = "127.0.0.1";  // loopback unless told otherwise
   int port = 8080;                 // 0: any free port (the log line says which)
   int parallel = 4;                // slots decoding together
   int queue = 64;                  // requests waiting beyond the slots; more get 503
   std::string api_key;             // empty: no key (only sensible on loopback)
   std::string cors_origin;         // empty: no CORS headers; "*": any origin
-  int64_t n_ctx = 0;               // positions per slot; 0: min(training context, 4096)
-  int threads = 0;                 // backend threads; 0: all cores
   int32_t batch = 512;             // tokens per forward pass, all slots together
   size_t max_body = 16u << 20;     // request bodies above this get 413
   SamplingParams sampling;         // defaults for requests that do not set them
   int32_t max_tokens = -1;         // -n: default max_tokens; -1: chat until the end, completions 16 (OpenAI's)
-  bool reference = false;          // the plain reference backend
-  bool verify = false;             // verify every blob's checksum at load
   int shutdown_grace_ms = 10000;   // on SIGINT/SIGTERM, running requests get this long to finish
   // Memory plan and expert tiers (--ram-budget, --expert-device, ...): the
   // server plans its slots, workspace and tiers exactly as strata-run does
   // (docs/memory-plan.md); `memory.parallel` and `memory.decode_copies` are
-  // ignored: `parallel` and `decode_copies` win.
+  // ignored: `parallel` and `load.decode_copies` win.
   RunMemoryOptions memory;
-  std::string decode_copies = "auto";  // --decode-copies auto|native|copies (docs/experts.md)
   bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // --delta-net
   int test_load_delay_ms = 0;      // tests only: hold the loading phase open (/health answers 503)
