@@ -57,7 +57,7 @@ RoutingTrace Record(const std::string& pack_path, int sessions, const std::funct
   RoutingTraceRecorder rec(hp.n_layer, hp.n_expert, hp.n_expert_used);
   for (int s = 0; s < sessions; ++s) {
     std::vector<int32_t> prompt = make_prompt(s);
-    auto st = SequenceState::Create(hp, static_cast<int64_t>(prompt.size()) + gen + 1);
+    auto st = SequenceState::Create(**backend, hp, static_cast<int64_t>(prompt.size()) + gen + 1);
     if (!st.ok()) Die("state", st.status());
     Generator g(*model, **backend, *st, nullptr);
     GenerateOptions go;

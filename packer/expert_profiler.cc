@@ -163,7 +163,7 @@ Result<ProfileRun> MeasureExpertProfile(const Model& model, const tokenizer::Tok
   run.backend = backend->name();
 
   run.prompt_tokens = std::max<uint32_t>(1, std::min(options.max_prompt_tokens, hp.n_ctx_train));
-  STRATA_ASSIGN_OR_RETURN(SequenceState state, SequenceState::Create(hp, run.prompt_tokens));
+  STRATA_ASSIGN_OR_RETURN(SequenceState state, SequenceState::Create(*backend, hp, run.prompt_tokens));
   RoutingCounter counter(hp.n_layer, hp.n_expert);
   ForwardOptions fwd;
   fwd.observer = &counter;
@@ -172,7 +172,7 @@ Result<ProfileRun> MeasureExpertProfile(const Model& model, const tokenizer::Tok
   for (const std::vector<int32_t>& d : docs) {
     for (size_t p = 0; p < d.size(); p += run.prompt_tokens) {
       const size_t prompt_end = std::min(d.size(), p + run.prompt_tokens);
-      state.Clear();
+      STRATA_RETURN_IF_ERROR(state.Clear());
       for (size_t b = p; b < prompt_end; b += kForwardBatch) {
         const size_t n = std::min(kForwardBatch, prompt_end - b);
         STRATA_RETURN_IF_ERROR(

@@ -283,18 +283,20 @@ TEST(Qwen3Dense, PacksValidatesAndTheFastPathMatchesTheReferencePath) {
     std::vector<int32_t> prompt;
     for (int i = 0; i < 24; ++i) prompt.push_back((i * 53 + 7) % kVocab);
     std::vector<std::vector<float>> logits;
-    for (bool reference : {true, false}) {
-      const std::string out = dir + "/logits-" + name + (reference ? "-ref" : "-fast") + ".f32";
+    for (const char* backend : {"reference", "cpu", "sim"}) {
+      const std::string out = dir + "/logits-" + name + "-" + backend + ".f32";
       std::vector<std::string> args = {pack, "--tokens", Join(prompt), "-n", "8", "--temp", "0", "--ignore-eos",
-                                       "--print-ids", "--logits-out", out, "-t", "2"};
-      args.insert(args.end(), {"--backend", reference ? "reference" : "cpu"});
+                                       "--print-ids", "--logits-out", out, "-t", "2", "--backend", backend};
       auto r = testing::RunProgram("strata-run", args);
       ASSERT_EQ(r.exit_code, 0) << r.err;
       logits.push_back(ReadF32(out));
     }
-    auto unknown = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "sim"});
+    // The sim backend runs the cpu backend's ops on memory the forward pass
+    // cannot touch: the same bits.
+    EXPECT_EQ(logits[2], logits[1]);
+    auto unknown = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "cuda"});
     EXPECT_EQ(unknown.exit_code, 2);
-    EXPECT_THAT(unknown.err, ::testing::HasSubstr("--backend 'sim': expected cpu or reference"));
+    EXPECT_THAT(unknown.err, ::testing::HasSubstr("--backend 'cuda': expected cpu, reference or sim"));
     ASSERT_EQ(logits[0].size(), logits[1].size());
     ASSERT_GE(logits[0].size(), prompt.size() * kVocab);
     float worst = 0;

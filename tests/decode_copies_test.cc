@@ -72,8 +72,8 @@ PackOptions WithCopies() {
   return o;
 }
 
-std::vector<float> Logits(const Model& m, MatMulBackend& be, const std::vector<int32_t>& ids) {
-  auto st = SequenceState::Create(m.hp(), 64);
+std::vector<float> Logits(const Model& m, CpuBackend& be, const std::vector<int32_t>& ids) {
+  auto st = SequenceState::Create(be, m.hp(), 64);
   EXPECT_TRUE(st.ok());
   ForwardOptions fo;
   fo.all_logits = true;

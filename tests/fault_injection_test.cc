@@ -126,7 +126,7 @@ TEST(FaultsInProcess, AFailedUploadLeavesNoStaleSlot) {
   ASSERT_TRUE(host.ok());
   const std::vector<int32_t> ids = {1, 13, 20, 27, 34, 41, 48, 55, 62, 69, 76, 83, 90, 97};
   auto run = [&](ExpertExecutor* ex, std::vector<float>* all) -> Status {
-    auto st = SequenceState::Create(model.hp(), 32);
+    auto st = SequenceState::Create(**host, model.hp(), 32);
     if (!st.ok()) return st.status();
     std::vector<float> logits;
     ForwardOptions o;
@@ -197,7 +197,7 @@ TEST(FaultsInProcess, EveryAllocationOfARunsSetupFailsCleanly) {
   }
   // The forward pass without a workspace allocates its own, checked.
   std::vector<float> logits;
-  auto st = SequenceState::Create(m->model->hp(), 16);
+  auto st = SequenceState::Create(**host, m->model->hp(), 16);
   ASSERT_TRUE(st.ok());
   ArmFault(FaultSite::kAllocate, 0);
   std::vector<int32_t> ids = {1, 2, 3};

@@ -44,7 +44,7 @@ class ForwardBatchTest : public ::testing::TestWithParam<Arch> {
 
   // Logits of every token of `ids`, run alone in chunks of `chunk` tokens.
   std::vector<float> Alone(const std::vector<int32_t>& ids, size_t chunk) {
-    auto st = SequenceState::Create(model_->hp(), 64);
+    auto st = SequenceState::Create(backend_, model_->hp(), 64);
     EXPECT_TRUE(st.ok());
     std::vector<float> all, part;
     ForwardOptions fo;
@@ -72,7 +72,11 @@ TEST_P(ForwardBatchTest, SequencesInOneBatchEqualSequencesAlone) {
 
   // All three at once: first their first two tokens, then the rest.
   std::vector<SequenceState> states;
-  for (size_t i = 0; i < seqs.size(); ++i) states.push_back(*SequenceState::Create(model_->hp(), 64));
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    auto st = SequenceState::Create(backend_, model_->hp(), 64);
+    ASSERT_TRUE(st.ok());
+    states.push_back(std::move(*st));
+  }
   std::vector<std::vector<float>> got(seqs.size());
   for (int step = 0; step < 2; ++step) {
     std::vector<SequenceBatch> batch;
@@ -96,7 +100,7 @@ TEST_P(ForwardBatchTest, SequencesInOneBatchEqualSequencesAlone) {
 }
 
 TEST_P(ForwardBatchTest, BadBatchesAreRefusedWithoutChangingState) {
-  auto a = SequenceState::Create(model_->hp(), 4);
+  auto a = SequenceState::Create(backend_, model_->hp(), 4);
   ASSERT_TRUE(a.ok());
   std::vector<int32_t> ok = {1, 2}, too_long = {1, 2, 3, 4, 5}, bad_id = {1, static_cast<int32_t>(model_->hp().n_vocab)};
   std::vector<float> logits;
@@ -163,7 +167,7 @@ TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
   std::vector<int32_t> ids;
   for (int i = 0; i < 150; ++i) ids.push_back((i * 37 + 11) % 512);
   auto run = [&](DeltaNetMode mode, size_t split) {
-    auto st = SequenceState::Create(model->hp(), 200);
+    auto st = SequenceState::Create(be, model->hp(), 200);
     std::vector<float> all, part;
     ForwardOptions fo;
     fo.all_logits = true;

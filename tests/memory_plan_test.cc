@@ -118,12 +118,12 @@ TEST_P(Workspaces, ForwardWorkspaceBytesIsExactAndASmallerOneIsRefused) {
   fo.threads = 2;
   auto fast = FastBackend::Create(fo);
   ASSERT_TRUE(fast.ok());
-  for (MatMulBackend* be : {static_cast<MatMulBackend*>(&ref), static_cast<MatMulBackend*>(fast->get())}) {
+  for (CpuBackend* be : {static_cast<CpuBackend*>(&ref), static_cast<CpuBackend*>(fast->get())}) {
     struct Step {
       int64_t past, n;
     };
     for (Step s : {Step{0, 1}, Step{0, 7}, Step{7, 5}, Step{0, 20}, Step{20, 1}}) {
-      auto st = SequenceState::Create(model.hp(), 64);
+      auto st = SequenceState::Create(*be, model.hp(), 64);
       ASSERT_TRUE(st.ok());
       std::vector<int32_t> ids(static_cast<size_t>(s.past + s.n));
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + 17 * i % 400);
@@ -132,7 +132,7 @@ TEST_P(Workspaces, ForwardWorkspaceBytesIsExactAndASmallerOneIsRefused) {
         ASSERT_TRUE(Forward(model, *be, *st, std::span(ids).first(s.past), {}, &logits).ok());
       }
       const uint64_t need = ForwardWorkspaceBytes(model, {s.n, s.past + s.n, be->threads()});
-      auto small = Workspace::Create(need - 64);
+      auto small = be->CreateWorkspace(need - 64, "test");
       ASSERT_TRUE(small.ok());
       ForwardOptions o;
       o.workspace = &*small;
@@ -140,7 +140,7 @@ TEST_P(Workspaces, ForwardWorkspaceBytesIsExactAndASmallerOneIsRefused) {
       EXPECT_EQ(refused.code(), StatusCode::kInternal) << be->name();
       EXPECT_EQ(st->n_past, s.past);
       EXPECT_EQ(small->high_water(), 0u);  // refused before it took anything
-      auto ws = Workspace::Create(need);
+      auto ws = be->CreateWorkspace(need, "test");
       ASSERT_TRUE(ws.ok());
       o.workspace = &*ws;
       ASSERT_TRUE(Forward(model, *be, *st, std::span(ids).subspan(s.past), o, &logits).ok());

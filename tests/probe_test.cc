@@ -21,10 +21,10 @@ namespace {
 using ::testing::HasSubstr;
 
 // A backend that is wrong in one controlled way.
-class BrokenBackend : public MatMulBackend {
+class BrokenBackend : public CpuBackend {
  public:
   enum class Fault { kScale, kSkipLastBlock, kWrongRow };
-  BrokenBackend(MatMulBackend& inner, Fault f) : inner_(inner), fault_(f) {}
+  BrokenBackend(CpuBackend& inner, Fault f) : inner_(inner), fault_(f) {}
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override {
     if (fault_ == Fault::kSkipLastBlock && w.cols > static_cast<int64_t>(TypeInfo(w.type).block_elems)) {
       // As if a kernel forgot the tail block of each row.
@@ -43,7 +43,7 @@ class BrokenBackend : public MatMulBackend {
   std::string name() const override { return "broken"; }
 
  private:
-  MatMulBackend& inner_;
+  CpuBackend& inner_;
   Fault fault_;
 };
 

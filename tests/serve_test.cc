@@ -303,11 +303,13 @@ class ServeModelTest : public ::testing::TestWithParam<Arch> {
     return std::move(*s);
   }
 
-  // What the CLI's Generator makes of the same request, alone.
+  // What the CLI's Generator makes of the same request, alone (on a backend
+  // of its own: a backend runs one pass at a time, and the scheduler's
+  // thread may still be running).
   std::string Alone(const GenerationRequest& r, std::vector<int32_t>* ids = nullptr) {
-    auto st = SequenceState::Create(model_->hp(), 128);
+    auto st = SequenceState::Create(alone_backend_, model_->hp(), 128);
     EXPECT_TRUE(st.ok());
-    Generator g(*model_, backend_, *st, tok_.get());
+    Generator g(*model_, alone_backend_, *st, tok_.get());
     GenerateOptions go;
     go.n_predict = r.max_tokens;
     go.sampling = r.sampling;
@@ -350,6 +352,7 @@ class ServeModelTest : public ::testing::TestWithParam<Arch> {
   std::unique_ptr<Model> model_;
   std::unique_ptr<tokenizer::Tokenizer> tok_;
   ReferenceBackend backend_;
+  ReferenceBackend alone_backend_;
 };
 
 TEST_P(ServeModelTest, BatchedRequestsProduceWhatEachProducesAlone) {

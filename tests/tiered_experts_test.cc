@@ -224,7 +224,7 @@ TEST_F(WithModel, RoutingTraceRecordsPromptsAsTokenByTokenAndRoundTrips) {
   std::vector<int32_t> ids = {3, 40, 41, 7, 300, 2, 9};
   auto record = [&](size_t chunk) {
     RoutingTraceRecorder rec(hp.n_layer, hp.n_expert, hp.n_expert_used);
-    auto st = SequenceState::Create(hp, 32);
+    auto st = SequenceState::Create(be, hp, 32);
     EXPECT_TRUE(st.ok());
     std::vector<float> logits;
     ForwardOptions fo;
@@ -280,9 +280,9 @@ TEST_F(WithModel, RoutingTraceRecordsPromptsAsTokenByTokenAndRoundTrips) {
 }
 
 // Logits of a prompt (in chunks of `chunk`) and `gen` greedy steps.
-std::vector<float> RunLogits(const Model& model, MatMulBackend& be, ExpertExecutor* ex, const std::vector<int32_t>& prompt,
+std::vector<float> RunLogits(const Model& model, CpuBackend& be, ExpertExecutor* ex, const std::vector<int32_t>& prompt,
                        size_t chunk, int gen) {
-  auto st = SequenceState::Create(model.hp(), 64);
+  auto st = SequenceState::Create(be, model.hp(), 64);
   EXPECT_TRUE(st.ok());
   std::vector<float> all, logits;
   ForwardOptions fo;
@@ -323,7 +323,7 @@ TEST_P(TieredEqualsUntiered, EverySlotCountPinningPolicyAndBatch) {
   // Hotness from a trace of the same run.
   RoutingTraceRecorder rec(hp.n_layer, hp.n_expert, hp.n_expert_used);
   {
-    auto st = SequenceState::Create(hp, 64);
+    auto st = SequenceState::Create(**host, hp, 64);
     std::vector<float> logits;
     ForwardOptions o;
     o.observer = &rec;

@@ -341,7 +341,7 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
   probe.name = "probe-replay";
   auto model = Model::Create(p);
   auto backend = model.ok() ? MakeBackend(*model, BackendKind::kFast, options.threads)
-                            : Result<std::unique_ptr<MatMulBackend>>(model.status());
+                            : Result<std::unique_ptr<CpuBackend>>(model.status());
   if (!backend.ok()) {
     probe.detail = backend.status().message();
   } else {

@@ -1,8 +1,13 @@
 #include "runtime/base/platform.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <thread>
+
+#include "runtime/base/checked_alloc.h"
+#include "runtime/base/strings.h"
 
 #ifdef _WIN32
 #include <io.h>
@@ -10,6 +15,7 @@
 #include <windows.h>
 #else
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #endif
 
@@ -62,6 +68,72 @@ int CpuCount() {
 #endif
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
+}
+
+namespace {
+uint64_t PageSize() {
+#ifdef _WIN32
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  return si.dwPageSize;
+#else
+  const long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? static_cast<uint64_t>(p) : 4096;
+#endif
+}
+}  // namespace
+
+GuardedMemory::~GuardedMemory() {
+  if (!data_) return;
+#ifdef _WIN32
+  VirtualFree(data_, 0, MEM_RELEASE);
+#else
+  munmap(data_, static_cast<size_t>(size_));
+#endif
+}
+
+GuardedMemory& GuardedMemory::operator=(GuardedMemory&& o) noexcept {
+  if (this != &o) {
+    GuardedMemory gone(std::move(*this));
+    data_ = o.data_;
+    size_ = o.size_;
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+Result<GuardedMemory> GuardedMemory::Allocate(uint64_t bytes, std::string_view what) {
+  const uint64_t page = PageSize();
+  if (bytes > UINT64_MAX - page) return AllocationFailed(what, bytes);
+  const uint64_t size = std::max<uint64_t>(1, (bytes + page - 1) / page) * page;
+  if (size > static_cast<uint64_t>(SIZE_MAX)) return AllocationFailed(what, bytes);
+  GuardedMemory m;
+#ifdef _WIN32
+  void* p = VirtualAlloc(nullptr, static_cast<size_t>(size), MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  if (!p) return AllocationFailed(what, bytes);
+#else
+  void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return AllocationFailed(what, bytes);
+#endif
+  m.data_ = static_cast<uint8_t*>(p);
+  m.size_ = size;
+  return m;
+}
+
+Status GuardedMemory::SetAccess(Access access) {
+  if (!data_) return Status::Ok();
+#ifdef _WIN32
+  const DWORD prot = access == Access::kNone ? PAGE_NOACCESS : access == Access::kRead ? PAGE_READONLY : PAGE_READWRITE;
+  DWORD old = 0;
+  if (!VirtualProtect(data_, static_cast<size_t>(size_), prot, &old))
+    return Internal(StrFormat("VirtualProtect of %s failed (error %lu)", HumanBytes(size_).c_str(), GetLastError()));
+#else
+  const int prot = access == Access::kNone ? PROT_NONE : access == Access::kRead ? PROT_READ : PROT_READ | PROT_WRITE;
+  if (mprotect(data_, static_cast<size_t>(size_), prot) != 0)
+    return Internal(StrFormat("mprotect of %s failed: %s", HumanBytes(size_).c_str(), std::strerror(errno)));
+#endif
+  return Status::Ok();
 }
 
 }  // namespace strata

@@ -110,7 +110,7 @@ struct RunContext {
 
 int64_t BenchGenerated(const RunOptions& o) { return o.n_predict < 0 ? 128 : o.n_predict; }
 
-int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o, const RunContext& rc) {
+int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const RunContext& rc) {
   const int64_t n_prompt = o.bench_prompt, n_gen = BenchGenerated(o);
   SequenceState* state = rc.state;
   std::mt19937 rng(1234);
@@ -121,7 +121,7 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o, const
                std::string(ArchName(model.arch())).c_str(), static_cast<long long>(n_prompt),
                static_cast<long long>(n_gen), backend.threads(), backend.name().c_str(), o.bench_reps);
   for (int rep = 0; rep < o.bench_reps + 1; ++rep) {  // rep 0 warms up
-    state->Clear();
+    if (Status cleared = state->Clear(); !cleared.ok()) return Fail(cleared);
     Generator g(model, backend, *state, nullptr);
     GenerateOptions go;
     go.workspace = rc.workspace;
@@ -153,7 +153,7 @@ int Bench(const Model& model, MatMulBackend& backend, const RunOptions& o, const
   return kExitOk;
 }
 
-int Chat(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
+int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
          const RunContext& rc) {
   auto tmpl = ChatTemplate::FromPack(tok.vocab().chat_template);
   if (!tmpl.ok()) return Fail(tmpl.status());
@@ -219,7 +219,7 @@ LoadOptions LoadOptionsFrom(const RunOptions& o) {
   lo.verify = o.verify;
   lo.threads = o.threads;
   lo.decode_copies = o.decode_copies;
-  lo.reference = o.reference;
+  lo.backend = o.reference ? BackendKind::kReference : *ParseBackendKind(o.backend);  // checked by Validate
   lo.n_ctx = o.n_ctx;
   return lo;
 }
@@ -270,7 +270,6 @@ int Main(int argc, char** argv) {
   }
   Status valid = o.Validate();
   if (!valid.ok()) return Fail(valid);
-  if (o.backend == "reference") o.reference = true;
   if (o.serve) return Serve(o);
 
   auto t_load = std::chrono::steady_clock::now();
@@ -287,7 +286,7 @@ int Main(int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status());
   const std::unique_ptr<Pack>& pack = loaded->pack;
   const std::unique_ptr<Model>& model = loaded->model;
-  const std::unique_ptr<MatMulBackend>& backend = loaded->backend;
+  const std::unique_ptr<CpuBackend>& backend = loaded->backend;
   o.n_ctx = loaded->n_ctx;
 
   // The memory plan, before anything large is allocated: refuse to start

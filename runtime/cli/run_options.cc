@@ -32,7 +32,8 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_flag("--special", o.parse_special, "parse special-token text (e.g. <|im_start|>) in the prompt");
   app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
   app.add_option("--backend", o.backend,
-                 "cpu (default: SIMD kernels, threads) or reference (plain dequantize-and-dot, one thread)");
+                 "cpu (default: SIMD kernels, threads), reference (plain dequantize-and-dot, one thread) or sim (the cpu "
+                 "kernels on memory the forward pass cannot touch, counting transfers: proves the execution seam; slow)");
   app.add_flag("--reference", o.reference,
                "the same as --backend reference: the plain reference path (dequantized weights, float activations, "
                "no SIMD)");
@@ -81,8 +82,9 @@ Status RunOptions::Validate() const {
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
   STRATA_RETURN_IF_ERROR(ParseDeltaNetMode(delta_net).status());
-  if (backend != "cpu" && backend != "reference")
-    return InvalidArgument("--backend '" + Printable(backend) + "': expected cpu or reference (this build has no other)");
+  if (backend != "cpu" && backend != "reference" && backend != "sim")
+    return InvalidArgument("--backend '" + Printable(backend) +
+                           "': expected cpu, reference or sim (this build has no GPU backend)");
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
         !logits_out.empty())

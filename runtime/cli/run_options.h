@@ -28,8 +28,8 @@ struct RunOptions {
   bool ignore_eos = false;
   bool parse_special = false;
   bool print_ids = false;
-  bool reference = false;        // --reference, or --backend reference
-  std::string backend = "cpu";   // --backend cpu|reference
+  bool reference = false;        // --reference: the same as --backend reference
+  std::string backend = "cpu";   // --backend cpu|reference|sim
   std::string decode_copies = "auto";  // auto | native | copies (docs/experts.md)
   bool verify = false;
   std::string logits_out;

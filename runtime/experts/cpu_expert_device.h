@@ -38,13 +38,13 @@ class CpuExpertDevice : public ExpertDevice {
   Status Run(int32_t slot, const float* x, int64_t m, float* y) override;
 
  private:
-  CpuExpertDevice(std::unique_ptr<MatMulBackend> backend, uint64_t capacity)
+  CpuExpertDevice(std::unique_ptr<CpuBackend> backend, uint64_t capacity)
       : backend_(std::move(backend)), capacity_(capacity) {}
   struct Held {
     WeightMatrix m[3];
     bool full = false;
   };
-  std::unique_ptr<MatMulBackend> backend_;
+  std::unique_ptr<CpuBackend> backend_;
   uint64_t capacity_;
   SlotLayout layout_;
   int32_t n_slots_ = 0;

@@ -21,7 +21,7 @@ uint64_t TieredExpertExecutor::HostScratchBytes(const HParams& hp, int64_t max_r
   return TakeBytes<float>(2 * static_cast<uint64_t>(std::max<int64_t>(max_rows, 1)) * hp.n_ff_exp);
 }
 
-Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const Model& model, MatMulBackend& host,
+Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const Model& model, CpuBackend& host,
                                                                            ExpertDevice* device,
                                                                            const ExpertHotness* hotness,
                                                                            const TierOptions& options) {

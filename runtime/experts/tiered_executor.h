@@ -46,7 +46,7 @@ class TieredExpertExecutor : public ExpertExecutor {
   // (no device: every expert on the host; no hotness: no pinned slots). Both
   // must outlive the executor. Errors: allocation or upload failures, with
   // what and how much; pinned > slots; a device without kernels for the types.
-  static Result<std::unique_ptr<TieredExpertExecutor>> Create(const Model& model, MatMulBackend& host,
+  static Result<std::unique_ptr<TieredExpertExecutor>> Create(const Model& model, CpuBackend& host,
                                                                ExpertDevice* device, const ExpertHotness* hotness,
                                                                const TierOptions& options);
 
@@ -62,14 +62,14 @@ class TieredExpertExecutor : public ExpertExecutor {
   std::string StatsLine() const;
 
  private:
-  TieredExpertExecutor(const Model& model, MatMulBackend& host, ExpertDevice* device, const ExpertCacheConfig& config,
+  TieredExpertExecutor(const Model& model, CpuBackend& host, ExpertDevice* device, const ExpertCacheConfig& config,
                        const TierOptions& options)
       : model_(model), host_(host), device_(device), cache_(model.hp().n_layer, model.hp().n_expert, config),
         options_(options) {}
   Status Fill(const ExpertHotness* hotness);
 
   const Model& model_;
-  MatMulBackend& host_;
+  CpuBackend& host_;
   ExpertDevice* device_;
   ExpertCache cache_;
   TierOptions options_;

@@ -17,7 +17,7 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
   run.model = std::make_unique<Model>(std::move(model));
 
-  const BackendKind kind = o.reference ? BackendKind::kReference : BackendKind::kFast;
+  const BackendKind kind = o.backend;
   auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, kind);
   if (!switched.ok()) return switched.status().WithContext("--decode-copies");
   if (*switched > 0)

@@ -21,6 +21,7 @@
 #include "runtime/base/status.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/backend.h"
+#include "runtime/model/backend_factory.h"
 #include "runtime/model/model.h"
 #include "runtime/pack/pack_reader.h"
 
@@ -31,7 +32,7 @@ struct LoadOptions {
   bool verify = false;                  // verify every blob's checksum at load
   int threads = 0;                      // backend threads (and checksum threads); 0: all cores
   std::string decode_copies = "auto";   // --decode-copies auto|native|copies
-  bool reference = false;               // the plain reference backend
+  BackendKind backend = BackendKind::kFast;  // --backend cpu|reference|sim
   // When the fast backend cannot be made: run on the reference backend (the
   // server's choice, with a note) instead of failing (strata-run's).
   bool fall_back_to_reference = false;
@@ -42,7 +43,7 @@ struct LoadOptions {
 struct LoadedRun {
   std::unique_ptr<Pack> pack;
   std::unique_ptr<Model> model;  // on the heap: the backend and the run's memory keep its address
-  std::unique_ptr<MatMulBackend> backend;
+  std::unique_ptr<CpuBackend> backend;
   int64_t n_ctx = 0;             // resolved and checked against the training context
 };
 

@@ -100,7 +100,7 @@ std::vector<std::string> MemoryPlan::Problems() const {
 
 namespace {
 
-Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBackend& backend, const PlanInputs& in) {
+Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBackend& backend, const PlanInputs& in) {
   const HParams& hp = model.hp();
   if (in.n_ctx < 1) return InvalidArgument("the memory plan needs a context of at least 1 position");
   if (in.parallel < 1) return InvalidArgument("the memory plan needs at least 1 sequence (--parallel)");
@@ -253,7 +253,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const MatMulBa
 
 }  // namespace
 
-int32_t LargestFittingExpertSlots(const Pack& pack, const Model& model, const MatMulBackend& backend,
+int32_t LargestFittingExpertSlots(const Pack& pack, const Model& model, const CpuBackend& backend,
                                   const PlanInputs& in, int32_t limit) {
   auto fits = [&](int32_t s) {
     PlanInputs t = in;
@@ -272,7 +272,7 @@ int32_t LargestFittingExpertSlots(const Pack& pack, const Model& model, const Ma
   return lo;
 }
 
-Result<MemoryPlan> PlanMemory(const Pack& pack, const Model& model, const MatMulBackend& backend,
+Result<MemoryPlan> PlanMemory(const Pack& pack, const Model& model, const CpuBackend& backend,
                               const PlanInputs& in) {
   STRATA_ASSIGN_OR_RETURN(MemoryPlan plan, PlanOnly(pack, model, backend, in));
   if (plan.Fits()) return plan;

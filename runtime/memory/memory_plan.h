@@ -97,11 +97,11 @@ struct MemoryPlan {
 
 // Computes the plan. Errors only for inputs that make no sense (n_ctx < 1,
 // more pinned than slots); a plan that does not fit is a plan, not an error.
-Result<MemoryPlan> PlanMemory(const Pack& pack, const Model& model, const MatMulBackend& backend,
+Result<MemoryPlan> PlanMemory(const Pack& pack, const Model& model, const CpuBackend& backend,
                               const PlanInputs& in);
 
 // The largest expert slot count in [0, limit] whose plan fits (-1: not even 0 fits).
-int32_t LargestFittingExpertSlots(const Pack& pack, const Model& model, const MatMulBackend& backend,
+int32_t LargestFittingExpertSlots(const Pack& pack, const Model& model, const CpuBackend& backend,
                                   const PlanInputs& in, int32_t limit);
 
 // The table strata-run --plan prints.

@@ -10,7 +10,7 @@
 
 namespace strata {
 
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBackend& backend,
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend& backend,
                          const RunMemoryOptions& o, const RunShape& shape) {
   const HParams& hp = model.hp();
   RunSetup s;
@@ -117,7 +117,7 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBacke
   return s;
 }
 
-Result<RunMemory> AllocateRun(const Model& model, MatMulBackend& backend, RunSetup& setup) {
+Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup) {
   const PlanInputs& in = setup.inputs;
   if (!setup.plan.Fits()) return Internal("AllocateRun on a plan that does not fit");
   RunMemory r;
@@ -126,10 +126,10 @@ Result<RunMemory> AllocateRun(const Model& model, MatMulBackend& backend, RunSet
     if (l.item == "forward workspace") workspace = l.bytes;
     if (l.item == "backend scratch") scratch = l.bytes;
   }
-  STRATA_ASSIGN_OR_RETURN(r.workspace, Workspace::Create(workspace));
+  STRATA_ASSIGN_OR_RETURN(r.workspace, backend.CreateWorkspace(workspace, "the forward-pass workspace"));
   STRATA_RETURN_IF_ERROR(backend.ReserveScratch(scratch));
   for (int32_t i = 0; i < in.parallel; ++i) {
-    auto st = SequenceState::Create(model.hp(), in.n_ctx);
+    auto st = SequenceState::Create(backend, model.hp(), in.n_ctx);
     if (!st.ok()) return st.status();
     r.states.push_back(std::move(*st));
   }

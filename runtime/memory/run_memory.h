@@ -64,7 +64,7 @@ struct RunSetup {
 // Errors: bad options (a budget for a device that does not exist, an unknown
 // device, a profile that does not match the model), a profile that cannot be
 // read. A plan that does not fit is returned, not an error: check plan.Fits().
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const MatMulBackend& backend,
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend& backend,
                          const RunMemoryOptions& options, const RunShape& shape);
 
 struct RunMemory {
@@ -75,6 +75,6 @@ struct RunMemory {
 
 // REQUIRES: setup.plan.Fits(). `setup` must outlive the result (the executor
 // uses its device and hotness).
-Result<RunMemory> AllocateRun(const Model& model, MatMulBackend& backend, RunSetup& setup);
+Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup);
 
 }  // namespace strata

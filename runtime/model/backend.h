@@ -1,30 +1,140 @@
 #pragma once
-// MatMulBackend: how the forward pass multiplies activations by weights.
-// The forward pass is written once; the reference backend (dequantized
-// weights, float activations, no SIMD) and the fast backend (activations
-// quantized the way llama.cpp does, SIMD kernels, threads) plug in here.
+// The execution seam (docs/backends.md).
+//
+// Backend: what the forward pass (forward.cc) runs on. A backend owns the
+// memory a run works in: the weights it was given (Bind), the KV cache and
+// recurrent state of every sequence (SequenceState holds a handle), the
+// pass's activations and scratch (Workspace). The forward pass never holds a
+// pointer into that memory: it names a pass's activations (Act), weights by
+// their TensorView and states by handle, and calls ops, each returning a
+// Status. Host memory crosses the seam only through Upload and Download (a
+// pass's token ids in, its logits rows out, routing for an observer, rows for
+// an ExpertExecutor), and the backend counts every byte (TransferCounts).
+//
+// The ops are a layer's parts, coarse enough that a device backend keeps a
+// whole layer on the device: embedding gather (BeginPass), RMSNorm, residual
+// add, attention (Q/K/V products, QK-norm, RoPE normal/NeoX, KV-cache append,
+// grouped-query attention, plain or gated, output product), the gated
+// delta-net (products, convolution, the recurrence step or chunk, gated norm,
+// output product), the dense SwiGLU FFN, MoE (router, softmax, top-k,
+// renormalization, the selected experts' SwiGLU, weighted sum), the shared
+// expert with its gate, and the output head (final norm, logits, download).
+//
+// CpuBackend implements every op on host memory, over a matrix engine
+// (MatMul, ParallelFor, attention inner loops) that FastBackend and
+// ReferenceBackend provide. SimBackend (sim_backend.h) runs the same ops on
+// memory the forward pass cannot touch, to prove the seam.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "runtime/arch/arch_spec.h"
 #include "runtime/kernels/attention.h"
+#include "runtime/model/backend_buffer.h"
 #include "runtime/model/model.h"
+#include "runtime/model/pass.h"
+#include "runtime/model/sequence_state.h"
+#include "runtime/model/workspace.h"
 
 namespace strata {
 
-class MatMulBackend {
+// The activations of the pass in progress, each n_tokens x n_embd floats.
+enum class Act : uint8_t {
+  kX,  // the residual stream
+  kH,  // a normed copy of it, a sublayer's input
+  kY,  // a sublayer's output
+};
+
+class Backend {
  public:
-  virtual ~MatMulBackend() = default;
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual int threads() const { return 1; }
+  // Things a user should know once at start (e.g. types without a fast kernel).
+  virtual std::vector<std::string> Notes() const { return {}; }
+
+  // --- memory ---------------------------------------------------------------
+  // `bytes` of backend memory, zeroed. Errors: kResourceExhausted naming `what`.
+  virtual Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) = 0;
+  // Copies between host memory and a buffer; counted in transfers().
+  // Errors: a range outside the buffer, a buffer of another backend.
+  virtual Status Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) = 0;
+  virtual Status Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) = 0;
+  const TransferCounts& transfers() const { return transfers_; }
+  // Makes a model's weights resident (a copy in backend memory, counted as
+  // weight_bytes, where the backend cannot read host memory). Call once, at
+  // load, before the first pass of that model.
+  virtual Status Bind(const Model& model) = 0;
+
+  // --- run state ------------------------------------------------------------
+  // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.
+  // Errors: kResourceExhausted with the size.
+  Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx);
+  // The pass scratch of `bytes` (ForwardWorkspaceBytes of the largest pass).
+  virtual Result<Workspace> CreateWorkspace(uint64_t bytes, std::string_view what) = 0;
+  // Zeroes a state's recurrent part (convolution windows, delta-rule matrices).
+  virtual Status ClearRecurrent(SequenceState& state) = 0;
+  // Copies the recurrent part of `from` into `to` (same hyperparameters; the
+  // context sizes may differ: a snapshot has none).
+  virtual Status CopyRecurrent(const SequenceState& from, SequenceState& to) = 0;
+
+  // --- the ops of a pass, in the order forward.cc calls them -----------------
+  // A backend runs one pass at a time (a second BeginPass before EndPass is
+  // refused); the ops of a pass come from one thread.
+  // Starts a pass: takes the activations from the pass's workspace, uploads
+  // the token ids and gathers their embeddings into kX. After it succeeds,
+  // the caller ends the pass with EndPass.
+  virtual Status BeginPass(const PassDesc& pass) = 0;
+  // dst = RMSNorm(src) * weight, row by row (weight: a 1-D F32 tensor).
+  virtual Status RmsNorm(Act src, const TensorView* weight, Act dst) = 0;
+  // dst += src.
+  virtual Status Add(Act dst, Act src) = 0;
+  // Layer il's attention (plain or gated) on `in`, appending the pass's keys
+  // and values to each sequence's cache; the output projection into `out`.
+  virtual Status Attention(int32_t il, Mixer mixer, Act in, Act out) = 0;
+  // Layer il's gated delta-net on `in`, advancing each sequence's recurrent state.
+  virtual Status GatedDeltaNet(int32_t il, Act in, Act out) = 0;
+  // out = down(silu(gate in) * up in) with layer il's dense FFN.
+  virtual Status DenseFfn(int32_t il, Act in, Act out) = 0;
+  // out = the routed experts' weighted sum for each row of `in`.
+  virtual Status MoeFfn(int32_t il, Act in, Act out) = 0;
+  // out += sigmoid(gate . in) * shared_expert(in).
+  virtual Status SharedExpert(int32_t il, Act in, Act out) = 0;
+  // The output head on the rows asked for: RMSNorm(kX row) * norm, times
+  // `head`; downloads pass.n_rows rows of n_vocab floats into `logits`
+  // (host memory the caller sized).
+  virtual Status Logits(const TensorView* norm, const TensorView& head, float* logits) = 0;
+  // Ends the pass BeginPass started (releases what it took), whether its ops succeeded or not.
+  virtual void EndPass() = 0;
+
+ protected:
+  // Frees buffer `id` (called when its handle goes).
+  virtual void Free(uint32_t id) = 0;
+  BackendBuffer MakeHandle(uint32_t id, uint64_t bytes) { return BackendBuffer(this, id, bytes); }
+  TransferCounts transfers_;
+
+ private:
+  friend class BackendBuffer;
+};
+
+// The CPU backend: every op on host memory, over a matrix engine that
+// FastBackend (SIMD kernels, threads) and ReferenceBackend (dequantized rows,
+// plain loops) provide. The code of the ops is cpu_backend.cc and delta_net.cc.
+class CpuBackend : public Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+
+  // --- the matrix engine ----------------------------------------------------
   // y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t < n.
   virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
   // Runs fn(begin, end) over [0, n) split across the backend's threads.
   virtual void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
-  virtual int threads() const { return 1; }
-  virtual std::string name() const = 0;
-  // Things a user should know once at start (e.g. types without a fast kernel).
-  virtual std::vector<std::string> Notes() const { return {}; }
   // Bytes MatMul uses beyond x and y for a product of n activation rows with
   // a matrix of this type and width (FastBackend: its converted-activation
   // buffer, kept between calls). The memory plan counts the largest.
@@ -35,11 +145,85 @@ class MatMulBackend {
   // The attention inner loops (kernels/attention.h): the scalar reference
   // here; FastBackend gives its ISA level's SIMD versions.
   virtual const kernels::AttnKernels& attention() const { return kernels::AttnKernelsFor(IsaLevel::kScalar); }
+
+  // --- Backend --------------------------------------------------------------
+  Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) override;
+  Status Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
+  Status Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
+  Status Bind(const Model& model) override;
+  Result<Workspace> CreateWorkspace(uint64_t bytes, std::string_view what) override;
+  Status ClearRecurrent(SequenceState& state) override;
+  Status CopyRecurrent(const SequenceState& from, SequenceState& to) override;
+  Status BeginPass(const PassDesc& pass) override;
+  Status RmsNorm(Act src, const TensorView* weight, Act dst) override;
+  Status Add(Act dst, Act src) override;
+  Status Attention(int32_t il, Mixer mixer, Act in, Act out) override;
+  Status GatedDeltaNet(int32_t il, Act in, Act out) override;
+  Status DenseFfn(int32_t il, Act in, Act out) override;
+  Status MoeFfn(int32_t il, Act in, Act out) override;
+  Status SharedExpert(int32_t il, Act in, Act out) override;
+  Status Logits(const TensorView* norm, const TensorView& head, float* logits) override;
+  void EndPass() override;
+
+  // For the ops (cpu_backend.cc, delta_net.cc): host addresses of backend
+  // memory, and the weights as this backend holds them.
+  uint8_t* HostData(const BackendBuffer& b) const;
+  float* StateK(SequenceState& s, int32_t il) const;
+  float* StateV(SequenceState& s, int32_t il) const;
+  float* StateConv(SequenceState& s, int32_t il) const;
+  float* StateSsm(SequenceState& s, int32_t il) const;
+  // The resident copy of a tensor of the bound model (the tensor itself when
+  // the backend reads host weights, or for tensors of another model).
+  const TensorView* W(const TensorView* t) const;
+  const TensorView* W(const Model& m, int32_t il, TensorRole role) const { return W(m.Get(il, role)); }
+
+  struct PassState;  // cpu_backend.cc
+
+ protected:
+  void Free(uint32_t id) override;
+  // Where buffers live. The default: 64-byte aligned heap memory.
+  virtual Result<uint8_t*> AllocateHost(uint64_t bytes, std::string_view what);
+  virtual void FreeHost(uint8_t* p, uint64_t bytes);
+  // Called around every op and transfer (SimBackend opens and closes its memory).
+  virtual void EnterOp() {}
+  virtual void LeaveOp() {}
+  // SimBackend: the bound model's tensors, remapped to its own copies.
+  void SetResidentTensors(const Model& model, std::vector<TensorView> resident);
+
+  class OpScope {
+   public:
+    explicit OpScope(CpuBackend& b) : b_(b) { if (b_.op_depth_++ == 0) b_.EnterOp(); }
+    ~OpScope() { if (--b_.op_depth_ == 0) b_.LeaveOp(); }
+    OpScope(const OpScope&) = delete;
+    OpScope& operator=(const OpScope&) = delete;
+
+   private:
+    CpuBackend& b_;
+  };
+
+ private:
+  struct Block {
+    uint8_t* data = nullptr;
+    uint64_t bytes = 0;
+  };
+  Status CheckRange(const BackendBuffer& b, uint64_t offset, uint64_t bytes, std::string_view what) const;
+  float* ActPtr(Act a) const;
+  Status StartPass(const PassDesc& pass);
+
+  std::vector<Block> blocks_;  // by buffer id; freed ids are reused
+  std::vector<uint32_t> free_ids_;
+  int op_depth_ = 0;
+  // The bound model's tensors (their span) and the resident copies (empty: host).
+  const TensorView* bound_begin_ = nullptr;
+  size_t bound_count_ = 0;
+  std::vector<TensorView> resident_;
+  std::unique_ptr<PassState> pass_;
+  std::atomic<bool> in_pass_{false};
 };
 
 // Plain reference: each weight row dequantized to F32 (the reference
 // dequantizers), dotted with F32 activations in order, one thread.
-class ReferenceBackend : public MatMulBackend {
+class ReferenceBackend : public CpuBackend {
  public:
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   std::string name() const override { return "reference"; }
@@ -49,5 +233,16 @@ class ReferenceBackend : public MatMulBackend {
     return static_cast<uint64_t>(cols) * sizeof(float);
   }
 };
+
+// The expert computations the CPU backend's MoE op and the tiered expert
+// pool (runtime/experts/) share: SwiGLU with the expert's slices of
+// ffn_{gate,up,down}_exps on `backend` (or of their decode copies, when
+// use_decode_copies and the pack has them). `scratch` holds 2 * m * n_ff_exp
+// floats; null: allocated for the call.
+Status RunExpertOnBackend(const Model& model, CpuBackend& backend, int32_t layer, uint32_t expert, const float* x,
+                          int64_t m, float* y, bool use_decode_copies = false, float* scratch = nullptr);
+// y = down(silu(gate x) * up x) for m rows; scratch as above (2 * m * gate.rows floats, or null).
+Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                 const float* x, int64_t m, float* y, float* scratch = nullptr);
 
 }  // namespace strata

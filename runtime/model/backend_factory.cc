@@ -7,13 +7,14 @@
 #include "runtime/base/strings.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/kernel_coverage.h"
+#include "runtime/model/sim_backend.h"
 #include "runtime/quant/dequantize.h"
 
 namespace strata {
 namespace {
 
 // FastBackend plus what a user should know about it for this model.
-class FastModelBackend : public MatMulBackend {
+class FastModelBackend : public CpuBackend {
  public:
   FastModelBackend(std::unique_ptr<FastBackend> b, std::vector<std::string> notes)
       : b_(std::move(b)), notes_(std::move(notes)) {}
@@ -65,11 +66,40 @@ Status CheckEveryMatrixRuns(const std::vector<const TensorView*>& tensors, std::
 
 }  // namespace
 
-Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKind kind, int threads) {
+std::string_view BackendKindName(BackendKind k) {
+  switch (k) {
+    case BackendKind::kReference: return "reference";
+    case BackendKind::kFast: return "cpu";
+    case BackendKind::kSim: return "sim";
+  }
+  return "?";
+}
+
+Result<BackendKind> ParseBackendKind(std::string_view name) {
+  if (name == "cpu") return BackendKind::kFast;
+  if (name == "reference") return BackendKind::kReference;
+  if (name == "sim") return BackendKind::kSim;
+  return InvalidArgument(StrFormat("unknown backend '%.*s': expected cpu, reference or sim", static_cast<int>(name.size()),
+                                   name.data()));
+}
+
+Result<std::unique_ptr<CpuBackend>> MakeSimBackend(const Model& model, std::unique_ptr<CpuBackend> engine) {
+  std::unique_ptr<CpuBackend> sim(new SimBackend(std::move(engine)));
+  STRATA_RETURN_IF_ERROR(sim->Bind(model));
+  return sim;
+}
+
+Result<std::unique_ptr<CpuBackend>> MakeBackend(const Model& model, BackendKind kind, int threads) {
+  if (kind == BackendKind::kSim) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> engine, MakeBackend(model, BackendKind::kFast, threads));
+    return MakeSimBackend(model, std::move(engine));
+  }
   const std::vector<const TensorView*> multiplied = MultipliedTensors(model);
   if (kind == BackendKind::kReference) {
     STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(multiplied, "reference", [](GgmlType t) { return HasDequantizer(t); }));
-    return std::unique_ptr<MatMulBackend>(new ReferenceBackend());
+    std::unique_ptr<CpuBackend> ref(new ReferenceBackend());
+    STRATA_RETURN_IF_ERROR(ref->Bind(model));
+    return ref;
   }
   FastBackend::Options o;
   o.threads = threads;
@@ -89,13 +119,15 @@ Result<std::unique_ptr<MatMulBackend>> MakeBackend(const Model& model, BackendKi
                               "kernel (correct, slower)",
                               fast->name().c_str(), names.c_str()));
   }
-  return std::unique_ptr<MatMulBackend>(new FastModelBackend(std::move(fast), std::move(notes)));
+  std::unique_ptr<CpuBackend> b(new FastModelBackend(std::move(fast), std::move(notes)));
+  STRATA_RETURN_IF_ERROR(b->Bind(model));
+  return b;
 }
 
 Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendKind kind) {
   STRATA_ASSIGN_OR_RETURN(DecodeCopyPolicy p, ParseDecodeCopyPolicy(policy));
   IsaLevel isa = IsaLevel::kScalar;
-  if (kind == BackendKind::kFast) {
+  if (kind != BackendKind::kReference) {
     STRATA_ASSIGN_OR_RETURN(isa, SelectIsa());
   }
   if (kind == BackendKind::kReference && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;

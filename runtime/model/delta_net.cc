@@ -20,7 +20,8 @@
 //    instead of C rank-1 updates of S (what llama.cpp's prompt path does).
 // Which one runs for a prompt is chosen by DeltaNetMode (docs/kernels.md has
 // the measurements). The convolution window and S are carried in the
-// SequenceState, so any split of a prompt gives the same result.
+// SequenceState, so any split of a prompt gives the same result. This is the
+// CPU backend's gated delta-net op (CpuBackend::GatedDeltaNet).
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
 
@@ -159,7 +161,7 @@ uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape) {
          TakeBytes<float>(tasks * static_cast<uint64_t>(HeadScratchFloats(hp.ssm_d_state)));
 }
 
-Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, DeltaNetMode mode,
+Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, DeltaNetMode mode,
                      std::span<SequenceState* const> states,
                      int32_t il, int64_t n, const float* h, float* out) {
   using R = TensorRole;
@@ -185,20 +187,21 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
   float* gb_all = ws.Take<float>(tasks * 2 * n);
   float* head_all = ws.Take<float>(tasks * head_floats);
   if (!head_all) return ws.Exhausted("gated delta-net");
-  backend.MatMul(Matrix(*model.Get(il, R::kAttnQkv)), h, n, qkv);
-  backend.MatMul(Matrix(*model.Get(il, R::kAttnGate)), h, n, z);
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmBeta)), h, n, beta);
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmAlpha)), h, n, alpha);
+  backend.MatMul(Matrix(*backend.W(model, il, R::kAttnQkv)), h, n, qkv);
+  backend.MatMul(Matrix(*backend.W(model, il, R::kAttnGate)), h, n, z);
+  backend.MatMul(Matrix(*backend.W(model, il, R::kSsmBeta)), h, n, beta);
+  backend.MatMul(Matrix(*backend.W(model, il, R::kSsmAlpha)), h, n, alpha);
 
-  const float* conv_w = Model::F32(model.Get(il, R::kSsmConv1d));  // [conv_dim][d_conv], tap d_conv-1 = current
-  const float* dt_bias = Model::F32(model.Get(il, R::kSsmDtBias));
-  const float* a = Model::F32(model.Get(il, R::kSsmA));
-  const float* norm_w = Model::F32(model.Get(il, R::kSsmNorm));
+  // [conv_dim][d_conv], tap d_conv-1 = current
+  const float* conv_w = Model::F32(backend.W(model, il, R::kSsmConv1d));
+  const float* dt_bias = Model::F32(backend.W(model, il, R::kSsmDtBias));
+  const float* a = Model::F32(backend.W(model, il, R::kSsmA));
+  const float* norm_w = Model::F32(backend.W(model, il, R::kSsmNorm));
 
   // 1. Per token: causal convolution, SiLU, L2-normalized q and k, the gates.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t t = 0; t < n; ++t) {
-    float* conv_state = states[t]->conv[il].data();  // [d_conv-1][conv_dim], oldest first
+    float* conv_state = backend.StateConv(*states[t], il);  // [d_conv-1][conv_dim], oldest first
     const float* in = &qkv[t * conv_dim];
     float* xt = &x[t * conv_dim];
     for (int64_t c = 0; c < conv_dim; ++c) {
@@ -230,7 +233,7 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
     const int64_t m = t1 - t0;
-    float* S_all = states[t0]->ssm[il].data();  // [n_v][dk][dv]
+    float* S_all = backend.StateSsm(*states[t0], il);  // [n_v][dk][dv]
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {
         const float** qp = qp_all + task * n;
@@ -269,7 +272,7 @@ Status GatedDeltaNet(const Model& model, MatMulBackend& backend, Workspace& ws, 
       const float* zh = &z[t * value_dim + hv * dv];
       for (int64_t j = 0; j < dv; ++j) o[j] *= ops::SiluF(zh[j]);
     }
-  backend.MatMul(Matrix(*model.Get(il, R::kSsmOut)), y, n, out);
+  backend.MatMul(Matrix(*backend.W(model, il, R::kSsmOut)), y, n, out);
   return Status::Ok();
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// FastBackend: the MatMulBackend strata-run uses on the CPU.
+// FastBackend: the CpuBackend strata-run uses on the CPU.
 //
 // For each MatMul it converts the activation rows once to the format the
 // weight type's kernel reads (activation.h: Q8_0 / Q8_1 / Q8_K quantized as
@@ -35,7 +35,7 @@
 
 namespace strata {
 
-class FastBackend : public MatMulBackend {
+class FastBackend : public CpuBackend {
  public:
   struct Options {
     int threads = 0;              // total threads including the caller; 0: every logical CPU

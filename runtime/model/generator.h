@@ -60,7 +60,7 @@ struct GenerateCallbacks {
 class Generator {
  public:
   // `tok` may be null (ids only: no text, no stop strings).
-  Generator(const Model& model, MatMulBackend& backend, SequenceState& state, const tokenizer::Tokenizer* tok)
+  Generator(const Model& model, Backend& backend, SequenceState& state, const tokenizer::Tokenizer* tok)
       : model_(model), backend_(backend), state_(state), tok_(tok) {}
 
   // Runs `prompt` after what the state already holds, then generates.
@@ -72,7 +72,7 @@ class Generator {
 
  private:
   const Model& model_;
-  MatMulBackend& backend_;
+  Backend& backend_;
   SequenceState& state_;
   const tokenizer::Tokenizer* tok_;
 };

@@ -15,8 +15,8 @@ constexpr const char* kProbeText = "The capital of France is Paris. One, two, th
 constexpr size_t kMaxPromptTokens = 16;
 
 // Runs `ids` as one prompt and returns every row of logits.
-Result<std::vector<float>> AllRows(const Model& model, MatMulBackend& backend, const std::vector<int32_t>& ids) {
-  STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(model.hp(), static_cast<int64_t>(ids.size())));
+Result<std::vector<float>> AllRows(const Model& model, Backend& backend, const std::vector<int32_t>& ids) {
+  STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(backend, model.hp(), static_cast<int64_t>(ids.size())));
   std::vector<float> logits;
   ForwardOptions fo;
   fo.all_logits = true;
@@ -56,7 +56,7 @@ float ProbeTolerance(const Model& model) {
   return GetArchSpec(model.arch()).probe_tolerance;
 }
 
-Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, MatMulBackend& kernels,
+Result<ProbeData> RecordProbe(const Model& model, Backend& backend, Backend& kernels,
                               std::vector<int32_t> prompt, int n_gen) {
   ProbeData p;
   p.prompt_ids = prompt;
@@ -66,7 +66,7 @@ Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, MatMul
   // The prompt, then a greedy continuation with every token fed back: one row
   // of logits per id of prompt + continuation.
   STRATA_ASSIGN_OR_RETURN(SequenceState st,
-                          SequenceState::Create(model.hp(), static_cast<int64_t>(prompt.size()) + n_gen));
+                          SequenceState::Create(backend, model.hp(), static_cast<int64_t>(prompt.size()) + n_gen));
   Generator g(model, backend, st, nullptr);
   GenerateOptions go;
   go.n_predict = n_gen;
@@ -102,7 +102,7 @@ Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& backend, MatMul
   return p;
 }
 
-Result<ProbeReplay> ReplayProbe(const Model& model, MatMulBackend& backend, const ProbeData& p) {
+Result<ProbeReplay> ReplayProbe(const Model& model, Backend& backend, const ProbeData& p) {
   const uint32_t V = model.hp().n_vocab;
   std::vector<int32_t> ids = p.prompt_ids;
   ids.insert(ids.end(), p.greedy_ids.begin(), p.greedy_ids.end());

@@ -44,7 +44,7 @@ float ProbeTolerance(const Model& model);
 // Runs the probe prompt and `n_gen` greedy tokens on `reference` (the
 // reference backend), then the same rows on `kernels` (the scalar-ISA fast
 // backend), and records both.
-Result<ProbeData> RecordProbe(const Model& model, MatMulBackend& reference, MatMulBackend& kernels,
+Result<ProbeData> RecordProbe(const Model& model, Backend& reference, Backend& kernels,
                               std::vector<int32_t> prompt, int n_gen);
 
 struct ProbeReplay {
@@ -61,7 +61,7 @@ struct ProbeReplay {
 
 // Re-runs the probe (teacher-forced on the recorded greedy chain) on
 // `backend` and compares.
-Result<ProbeReplay> ReplayProbe(const Model& model, MatMulBackend& backend, const ProbeData& probe);
+Result<ProbeReplay> ReplayProbe(const Model& model, Backend& backend, const ProbeData& probe);
 
 ProbeData ProbeFromManifest(const fb::ProbeRecord& r);
 flatbuffers::Offset<fb::ProbeRecord> BuildProbe(flatbuffers::FlatBufferBuilder& b, const ProbeData& p);

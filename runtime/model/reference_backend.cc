@@ -5,7 +5,6 @@
 
 namespace strata {
 
-void MatMulBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { fn(0, n); }
 
 void ReferenceBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));

@@ -1,6 +1,7 @@
 #pragma once
 // Workspace: the forward pass's scratch memory, taken from one allocation
-// made before a run starts. Given a workspace, a pass allocates nothing: a
+// made by the backend before a run starts (Backend::CreateWorkspace): the
+// backend's ops take from it, the forward pass only hands it over. Given a workspace, a pass allocates nothing: a
 // run that started cannot fail later for want of memory (seeds/003), and no
 // pool thread can meet a failed allocation (it could only throw, and that
 // ends the process).
@@ -13,9 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/base/status.h"
+#include "runtime/model/backend_buffer.h"
 
 namespace strata {
 
@@ -39,8 +42,10 @@ constexpr uint64_t TakeBytes(uint64_t n) {
 class Workspace {
  public:
   Workspace() = default;
-  // Errors: kResourceExhausted (with the size and `what`).
-  static Result<Workspace> Create(uint64_t bytes, std::string_view what = "the forward-pass workspace");
+  // Over `bytes` of backend memory at host address `base` (CpuBackend::CreateWorkspace).
+  Workspace(BackendBuffer buf, uint8_t* base, uint64_t bytes) : buf_(std::move(buf)), base_(base), size_(bytes) {}
+  // The backend whose memory this is (null for an empty workspace).
+  Backend* backend() const { return buf_.owner(); }
 
   // n elements of T, 64-byte aligned, uninitialized; nullptr when they do
   // not fit. A failed Take makes every later one fail too, until a Release,
@@ -48,11 +53,11 @@ class Workspace {
   template <typename T>
   T* Take(uint64_t n) {
     const uint64_t need = TakeBytes<T>(n);
-    if (failed_ask_ || need > buf_.size() - used_) {
+    if (failed_ask_ || need > size_ - used_) {
       if (!failed_ask_) failed_ask_ = need;
       return nullptr;
     }
-    T* p = reinterpret_cast<T*>(buf_.data() + used_);
+    T* p = reinterpret_cast<T*>(base_ + used_);
     used_ += need;
     if (used_ > high_water_) high_water_ = used_;
     return p;
@@ -64,13 +69,15 @@ class Workspace {
     failed_ask_ = 0;
   }
 
-  uint64_t capacity() const { return buf_.size(); }
+  uint64_t capacity() const { return size_; }
   uint64_t high_water() const { return high_water_; }
   // kInternal: the last failed Take, with the sizes.
   Status Exhausted(std::string_view where) const;
 
  private:
-  AlignedBuffer buf_;
+  BackendBuffer buf_;
+  uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
   uint64_t used_ = 0;
   uint64_t high_water_ = 0;
   uint64_t failed_ask_ = 0;  // nonzero after a failed Take: the bytes it asked

@@ -51,13 +51,8 @@ ReusePlan PlanReuse(std::span<const int32_t> cached, std::span<const int32_t> pr
 }
 
 struct Scheduler::Slot {
-  void TakeSnapshot() {
-    for (size_t il = 0; il < state.conv.size(); ++il) {
-      std::copy(state.conv[il].begin(), state.conv[il].end(), snapshot_conv[il].begin());
-      std::copy(state.ssm[il].begin(), state.ssm[il].end(), snapshot_ssm[il].begin());
-    }
-    snapshot_pos = state.n_past;
-  }
+  // Where prefix reuse can go back to; none when the copy fails.
+  void TakeSnapshot() { snapshot_pos = state.backend()->CopyRecurrent(state, snapshot).ok() ? state.n_past : -1; }
 
   enum class Phase { kIdle, kPrompt, kGenerate };
   int id = 0;
@@ -65,7 +60,7 @@ struct Scheduler::Slot {
   std::vector<int32_t> cached;  // the tokens the state holds, in order (size == state.n_past)
   // Recurrent state at the last prompt but its last token (models with recurrent layers).
   int64_t snapshot_pos = -1;
-  std::vector<AlignedVector<float>> snapshot_conv, snapshot_ssm;
+  SequenceState snapshot;  // recurrent part only (no positions), on the same backend
   uint64_t last_used = 0;
 
   // The request in the slot.
@@ -90,7 +85,7 @@ uint64_t Scheduler::PlannedBytes(const HParams& hp, const SchedulerOptions& o) {
   return static_cast<uint64_t>(o.parallel) * (per_slot + recurrent);
 }
 
-Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulBackend& backend,
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, Backend& backend,
                                                      const tokenizer::Tokenizer& tok, const SchedulerOptions& o) {
   if (o.parallel < 1) return InvalidArgument("--parallel must be at least 1");
   if (o.n_ctx < 2) return InvalidArgument("the context must hold at least 2 tokens");
@@ -117,17 +112,14 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulB
     if (o.memory) {
       slot->state = std::move(o.memory->states[static_cast<size_t>(i)]);
     } else {
-      auto st = SequenceState::Create(hp, o.n_ctx);
+      auto st = SequenceState::Create(backend, hp, o.n_ctx);
       if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
       slot->state = std::move(*st);
     }
     if (s->recurrent_) {
-      try {
-        slot->snapshot_conv = slot->state.conv;
-        slot->snapshot_ssm = slot->state.ssm;
-      } catch (const std::bad_alloc&) {
-        return ResourceExhausted(StrFormat("cannot allocate the recurrent snapshot of slot %d", i));
-      }
+      auto snap = SequenceState::Create(backend, hp, 0);
+      if (!snap.ok()) return snap.status().WithContext(StrFormat("the recurrent snapshot of slot %d", i));
+      slot->snapshot = std::move(*snap);
     }
     s->slots_.push_back(std::move(slot));
   }
@@ -137,7 +129,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, MatMulB
   return s;
 }
 
-Scheduler::Scheduler(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok,
+Scheduler::Scheduler(const Model& model, Backend& backend, const tokenizer::Tokenizer& tok,
                      const SchedulerOptions& options)
     : model_(model), backend_(backend), tok_(tok), options_(options) {}
 
@@ -277,14 +269,13 @@ void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
   const auto now = Clock::now();
   const std::vector<int32_t>& prompt = job->request().prompt;
   ReusePlan plan = PlanReuse(slot.cached, prompt, recurrent_, slot.snapshot_pos);
-  if (plan.restore_snapshot) {
-    for (size_t il = 0; il < slot.state.conv.size(); ++il) {
-      std::copy(slot.snapshot_conv[il].begin(), slot.snapshot_conv[il].end(), slot.state.conv[il].begin());
-      std::copy(slot.snapshot_ssm[il].begin(), slot.snapshot_ssm[il].end(), slot.state.ssm[il].begin());
-    }
-  }
-  if (plan.tokens == 0) {
-    slot.state.Clear();
+  Status restored = Status::Ok();
+  if (plan.restore_snapshot) restored = backend_.CopyRecurrent(slot.snapshot, slot.state);
+  if (!restored.ok()) {
+    plan.tokens = 0;  // start the slot afresh
+    restored = slot.state.Clear();
+  } else if (plan.tokens == 0) {
+    restored = slot.state.Clear();
   } else {
     slot.state.TruncateKv(plan.tokens);
   }
@@ -308,6 +299,12 @@ void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
   slot.t_admit = now;
   slot.last_used = ++use_clock_;
   slot.job->Started(slot.id);
+  if (!restored.ok()) {  // the backend could not reset the slot's state: fail this request, not the server
+    ApiError e = ServerError("cannot prepare the sequence state: " + restored.message());
+    FinishSlot(slot, FinishReason::kNone, &e);
+    slot.cached.clear();
+    slot.snapshot_pos = -1;
+  }
 }
 
 void Scheduler::Step() {
@@ -378,8 +375,7 @@ void Scheduler::Step() {
     for (Entry& en : entries) {
       Slot& s = *en.slot;
       FinishSlot(s, FinishReason::kNone, &e);
-      s.state.Clear();
-      s.cached.clear();
+      s.cached.clear();  // the slot starts afresh: Admit clears its state (plan.tokens == 0)
       s.snapshot_pos = -1;
     }
     return;

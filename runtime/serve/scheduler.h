@@ -99,7 +99,7 @@ class Scheduler {
  public:
   // Allocates every slot; errors (kResourceExhausted) with the plan when the
   // memory is not there. The model, backend and tokenizer must outlive it.
-  static Result<std::unique_ptr<Scheduler>> Create(const Model& model, MatMulBackend& backend,
+  static Result<std::unique_ptr<Scheduler>> Create(const Model& model, Backend& backend,
                                                    const tokenizer::Tokenizer& tok, const SchedulerOptions& options);
   ~Scheduler();
 
@@ -125,7 +125,7 @@ class Scheduler {
 
  private:
   struct Slot;
-  Scheduler(const Model& model, MatMulBackend& backend, const tokenizer::Tokenizer& tok,
+  Scheduler(const Model& model, Backend& backend, const tokenizer::Tokenizer& tok,
             const SchedulerOptions& options);
   void Loop();
   bool HasWorkLocked() const;
@@ -136,7 +136,7 @@ class Scheduler {
   void FinishSlot(Slot& slot, FinishReason reason, const ApiError* error);
 
   const Model& model_;
-  MatMulBackend& backend_;
+  Backend& backend_;
   const tokenizer::Tokenizer& tok_;
   SchedulerOptions options_;
   bool recurrent_ = false;

@@ -106,7 +106,7 @@ int Serve(const ServeOptions& options) {
   if (!loaded.ok()) return fail(loaded.status());
   const std::unique_ptr<Pack>& pack = loaded->pack;
   Model* model = loaded->model.get();
-  MatMulBackend* backend = loaded->backend.get();
+  CpuBackend* backend = loaded->backend.get();
   auto vocab = VocabFromManifest(*pack->manifest().tokenizer(), pack->path());
   if (!vocab.ok()) return fail(vocab.status());
   auto tok = tokenizer::Tokenizer::Create(*vocab);

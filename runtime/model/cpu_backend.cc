@@ -1,0 +1,644 @@
+// The CPU backend's ops (backend.h): the float code of the forward pass on
+// host memory, matrix products through the backend's matrix engine
+// (FastBackend or ReferenceBackend). The gated delta-net op is delta_net.cc.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "runtime/base/checked_alloc.h"
+#include "runtime/base/fault_injection.h"
+#include "runtime/base/strings.h"
+#include "runtime/model/backend.h"
+#include "runtime/model/forward.h"
+#include "runtime/model/ops.h"
+#include "runtime/quant/dequantize.h"
+
+namespace strata {
+
+using R = TensorRole;
+
+// delta_net.cc: token t uses the recurrent state of states[t].
+Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, DeltaNetMode mode,
+                     std::span<SequenceState* const> states, int32_t il, int64_t n, const float* h, float* out);
+uint64_t GatedDeltaNetBytes(const HParams& hp, const PassShape& shape);
+
+// --- buffers ----------------------------------------------------------------
+
+BackendBuffer& BackendBuffer::operator=(BackendBuffer&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    owner_ = o.owner_;
+    id_ = o.id_;
+    bytes_ = o.bytes_;
+    o.owner_ = nullptr;
+  }
+  return *this;
+}
+
+void BackendBuffer::Reset() {
+  if (owner_) owner_->Free(id_);
+  owner_ = nullptr;
+}
+
+Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx) {
+  SequenceState st;
+  st.n_ctx = n_ctx;
+  st.layers = SequenceState::Layout(hp, n_ctx);
+  const uint64_t bytes = SequenceState::BytesFor(hp, n_ctx);
+  auto buf = Allocate(bytes, StrFormat("the sequence state (%lld positions)", static_cast<long long>(n_ctx)));
+  if (!buf.ok())
+    return ResourceExhausted(StrFormat("cannot allocate the sequence state: %s for %lld positions (%s)",
+                                       HumanBytes(bytes).c_str(), static_cast<long long>(n_ctx),
+                                       buf.status().message().c_str()));
+  st.storage = std::move(*buf);
+  return st;
+}
+
+
+void CpuBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { fn(0, n); }
+
+Result<uint8_t*> CpuBackend::AllocateHost(uint64_t bytes, std::string_view what) {
+  if (bytes > static_cast<uint64_t>(SIZE_MAX) - kBufferAlignment) return AllocationFailed(what, bytes);
+  void* p = ::operator new(static_cast<size_t>(bytes), std::align_val_t(kBufferAlignment), std::nothrow);
+  if (!p) return AllocationFailed(what, bytes);
+  std::memset(p, 0, static_cast<size_t>(bytes));
+  return static_cast<uint8_t*>(p);
+}
+
+void CpuBackend::FreeHost(uint8_t* p, uint64_t /*bytes*/) { ::operator delete(p, std::align_val_t(kBufferAlignment)); }
+
+Result<BackendBuffer> CpuBackend::Allocate(uint64_t bytes, std::string_view what) {
+  // Zero bytes still get a block (of one alignment unit), so every handle names memory.
+  const uint64_t size = std::max<uint64_t>(bytes, kBufferAlignment);
+  if (ShouldInjectFault(FaultSite::kAllocate)) return AllocationFailed(what, bytes, true);
+  STRATA_ASSIGN_OR_RETURN(uint8_t* p, AllocateHost(size, what));
+  uint32_t id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(blocks_.size());
+    blocks_.emplace_back();
+  }
+  blocks_[id] = Block{p, size};
+  return MakeHandle(id, bytes);
+}
+
+void CpuBackend::Free(uint32_t id) {
+  if (id >= blocks_.size() || !blocks_[id].data) return;
+  FreeHost(blocks_[id].data, blocks_[id].bytes);
+  blocks_[id] = Block{};
+  free_ids_.push_back(id);
+}
+
+uint8_t* CpuBackend::HostData(const BackendBuffer& b) const {
+  return b.owner() == this && b.id() < blocks_.size() ? blocks_[b.id()].data : nullptr;
+}
+
+Status CpuBackend::CheckRange(const BackendBuffer& b, uint64_t offset, uint64_t bytes, std::string_view what) const {
+  if (b.owner() != this || !HostData(b))
+    return Internal(StrFormat("%.*s: a buffer of another backend", static_cast<int>(what.size()), what.data()));
+  if (offset > b.bytes() || bytes > b.bytes() - offset)
+    return Internal(StrFormat("%.*s: bytes %llu..%llu outside a buffer of %llu", static_cast<int>(what.size()),
+                              what.data(), static_cast<unsigned long long>(offset),
+                              static_cast<unsigned long long>(offset + bytes),
+                              static_cast<unsigned long long>(b.bytes())));
+  return Status::Ok();
+}
+
+Status CpuBackend::Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) {
+  STRATA_RETURN_IF_ERROR(CheckRange(dst, offset, bytes, "upload"));
+  OpScope scope(*this);
+  if (bytes) std::memcpy(HostData(dst) + offset, src, static_cast<size_t>(bytes));
+  transfers_.up_bytes += bytes;
+  ++transfers_.up_calls;
+  return Status::Ok();
+}
+
+Status CpuBackend::Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) {
+  STRATA_RETURN_IF_ERROR(CheckRange(src, offset, bytes, "download"));
+  OpScope scope(*this);
+  if (bytes) std::memcpy(dst, HostData(src) + offset, static_cast<size_t>(bytes));
+  transfers_.down_bytes += bytes;
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+Status CpuBackend::Bind(const Model& model) {
+  // Host weights: the CPU reads the pack's mapping as it is.
+  bound_begin_ = model.tensors().data();
+  bound_count_ = model.tensors().size();
+  resident_.clear();
+  return Status::Ok();
+}
+
+void CpuBackend::SetResidentTensors(const Model& model, std::vector<TensorView> resident) {
+  bound_begin_ = model.tensors().data();
+  bound_count_ = model.tensors().size();
+  resident_ = std::move(resident);
+}
+
+const TensorView* CpuBackend::W(const TensorView* t) const {
+  if (!t || resident_.empty() || t < bound_begin_ || t >= bound_begin_ + bound_count_) return t;
+  return &resident_[static_cast<size_t>(t - bound_begin_)];
+}
+
+Result<Workspace> CpuBackend::CreateWorkspace(uint64_t bytes, std::string_view what) {
+  STRATA_ASSIGN_OR_RETURN(BackendBuffer buf, Allocate(bytes, what));
+  uint8_t* base = HostData(buf);
+  return Workspace(std::move(buf), base, bytes);
+}
+
+namespace {
+float* PartPtr(uint8_t* base, const SequenceState::Part& p) {
+  return p.floats ? reinterpret_cast<float*>(base) + p.offset : nullptr;
+}
+}  // namespace
+
+float* CpuBackend::StateK(SequenceState& s, int32_t il) const {
+  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].k);
+}
+float* CpuBackend::StateV(SequenceState& s, int32_t il) const {
+  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].v);
+}
+float* CpuBackend::StateConv(SequenceState& s, int32_t il) const {
+  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].conv);
+}
+float* CpuBackend::StateSsm(SequenceState& s, int32_t il) const {
+  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].ssm);
+}
+
+Status CpuBackend::ClearRecurrent(SequenceState& s) {
+  if (!HostData(s.storage)) return Internal("ClearRecurrent: a state of another backend");
+  OpScope scope(*this);
+  for (size_t il = 0; il < s.layers.size(); ++il) {
+    const int32_t l = static_cast<int32_t>(il);
+    if (float* c = StateConv(s, l)) std::fill(c, c + s.layers[il].conv.floats, 0.0f);
+    if (float* m = StateSsm(s, l)) std::fill(m, m + s.layers[il].ssm.floats, 0.0f);
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::CopyRecurrent(const SequenceState& from, SequenceState& to) {
+  if (!HostData(from.storage) || !HostData(to.storage)) return Internal("CopyRecurrent: a state of another backend");
+  if (from.layers.size() != to.layers.size()) return Internal("CopyRecurrent: states of different models");
+  SequenceState& src = const_cast<SequenceState&>(from);  // read only
+  OpScope scope(*this);
+  for (size_t il = 0; il < to.layers.size(); ++il) {
+    const int32_t l = static_cast<int32_t>(il);
+    if (src.layers[il].conv.floats != to.layers[il].conv.floats || src.layers[il].ssm.floats != to.layers[il].ssm.floats)
+      return Internal("CopyRecurrent: states of different models");
+    if (float* c = StateConv(to, l)) std::copy_n(StateConv(src, l), to.layers[il].conv.floats, c);
+    if (float* m = StateSsm(to, l)) std::copy_n(StateSsm(src, l), to.layers[il].ssm.floats, m);
+  }
+  return Status::Ok();
+}
+
+// --- the pass ---------------------------------------------------------------
+
+struct CpuBackend::PassState {
+  const Model* m = nullptr;
+  const HParams* hp = nullptr;
+  std::span<const SequenceBatch> batch;
+  const ForwardOptions* opt = nullptr;
+  Workspace* ws = nullptr;
+  uint64_t ws_mark = 0;
+  int64_t n = 0, max_keys = 1, n_rows = 0;
+  int32_t* seq = nullptr;           // n: the sequence of token t
+  int64_t* pos = nullptr;           // n: its position
+  SequenceState** states = nullptr; // n: its state
+  int64_t* rows = nullptr;          // n_rows: the tokens whose logits were asked for
+  int32_t* ids = nullptr;           // n: the token ids (uploaded)
+  float* act[3] = {nullptr, nullptr, nullptr};  // kX, kH, kY: n x n_embd
+  BackendBuffer* ws_buf = nullptr;
+
+  SequenceState& St(int64_t t) const { return *states[t]; }
+};
+
+// The pass state is made with the backend: a pass allocates nothing.
+CpuBackend::CpuBackend() : pass_(std::make_unique<PassState>()) {}
+CpuBackend::~CpuBackend() = default;
+
+float* CpuBackend::ActPtr(Act a) const { return pass_->act[static_cast<size_t>(a)]; }
+
+Status CpuBackend::BeginPass(const PassDesc& d) {
+  if (!d.workspace || d.workspace->backend() != this) return Internal("BeginPass: a workspace of another backend");
+  if (in_pass_.exchange(true))
+    return Internal("BeginPass: a pass is already running on this backend (one pass at a time)");
+  Status st = StartPass(d);
+  if (!st.ok()) EndPass();
+  return st;
+}
+
+Status CpuBackend::StartPass(const PassDesc& d) {
+  PassState& p = *pass_;
+  p = PassState{};
+  p.m = d.model;
+  p.hp = &d.model->hp();
+  p.batch = d.batch;
+  p.opt = d.options;
+  p.ws = d.workspace;
+  p.ws_mark = d.workspace->mark();
+  p.n = d.n;
+  p.max_keys = d.max_keys;
+  p.n_rows = d.n_rows;
+  const int64_t n = d.n, E = p.hp->n_embd;
+  OpScope scope(*this);
+  Workspace& ws = *p.ws;
+  p.seq = ws.Take<int32_t>(n);
+  p.pos = ws.Take<int64_t>(n);
+  p.states = ws.Take<SequenceState*>(n);
+  p.rows = ws.Take<int64_t>(n);
+  p.ids = ws.Take<int32_t>(n);
+  for (float*& a : p.act) a = ws.Take<float>(n * E);
+  if (!p.act[2]) return ws.Exhausted("forward pass");
+  {
+    int64_t t = 0, r = 0;
+    for (size_t s = 0; s < d.batch.size(); ++s) {
+      const SequenceBatch& sb = d.batch[s];
+      const int64_t m = static_cast<int64_t>(sb.tokens.size());
+      for (int64_t i = 0; i < m; ++i, ++t) {
+        p.seq[t] = static_cast<int32_t>(s);
+        p.pos[t] = sb.state->n_past + i;
+        p.states[t] = sb.state;
+        if (sb.all_logits || i == m - 1) p.rows[r++] = t;
+      }
+      // The token ids cross the seam (counted as an upload).
+      std::memcpy(p.ids + (t - m), sb.tokens.data(), static_cast<size_t>(m) * sizeof(int32_t));
+      transfers_.up_bytes += static_cast<uint64_t>(m) * sizeof(int32_t);
+      ++transfers_.up_calls;
+    }
+    if (r != d.n_rows) return Internal("BeginPass: the logits rows do not match the batch");
+  }
+  // Token embeddings (a row lookup dequantizes exactly, as ggml_get_rows).
+  const TensorView& emb = *W(d.model->Get(R::kTokenEmbd));
+  float* x = p.act[0];
+  for (int64_t t = 0; t < n; ++t) DequantizeRowUnchecked(emb.type, emb.Row(static_cast<uint64_t>(p.ids[t])), &x[t * E], E);
+  return Status::Ok();
+}
+
+void CpuBackend::EndPass() {
+  if (pass_->ws) pass_->ws->Release(pass_->ws_mark);
+  *pass_ = PassState{};
+  in_pass_.store(false);
+}
+
+Status CpuBackend::RmsNorm(Act src, const TensorView* weight, Act dst) {
+  OpScope scope(*this);
+  const PassState& p = *pass_;
+  const int64_t E = p.hp->n_embd;
+  const float* w = Model::F32(W(weight));
+  const float* x = ActPtr(src);
+  float* h = ActPtr(dst);
+  for (int64_t t = 0; t < p.n; ++t) ops::RmsNormTo(&x[t * E], w, E, p.hp->rms_eps, &h[t * E]);
+  return Status::Ok();
+}
+
+Status CpuBackend::Add(Act dst, Act src) {
+  OpScope scope(*this);
+  float* x = ActPtr(dst);
+  const float* y = ActPtr(src);
+  const size_t xn = static_cast<size_t>(pass_->n * pass_->hp->n_embd);
+  for (size_t i = 0; i < xn; ++i) x[i] += y[i];
+  return Status::Ok();
+}
+
+// --- attention ---------------------------------------------------------------
+// Plain (Mixer::kAttention) and gated (Mixer::kGatedAttention: attn_q holds
+// [q | gate] per head, output multiplied by sigmoid(gate)) multi-head
+// attention with GQA, optional per-head QK RMSNorm, RoPE on the first n_rot
+// dims, and the KV cache.
+namespace {
+
+uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
+  const uint64_t n = static_cast<uint64_t>(s.tokens), H = hp.n_head, Hkv = hp.n_head_kv;
+  const uint64_t q_width = (mixer == Mixer::kGatedAttention ? 2 : 1) * H * hp.head_dim_k;
+  return TakeBytes<float>(n * q_width) + TakeBytes<float>(n * Hkv * hp.head_dim_k) +
+         TakeBytes<float>(n * Hkv * hp.head_dim_v) + TakeBytes<float>(n * H * hp.head_dim_v) +
+         TakeBytes<float>(static_cast<uint64_t>(ScratchTasks(s.tokens * H, s.threads)) *
+                          static_cast<uint64_t>(s.max_keys));
+}
+
+uint64_t SwiGluBytes(uint64_t rows, uint64_t ff) { return 2 * TakeBytes<float>(rows * ff); }
+
+uint64_t MoeBytes(const HParams& hp, uint64_t n) {
+  const uint64_t NE = hp.n_expert, K = hp.n_expert_used, E = hp.n_embd;
+  return TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) + TakeBytes<float>(K) +
+         TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) + TakeBytes<int64_t>(n * K) +
+         TakeBytes<float>(n * K * E) + 2 * TakeBytes<float>(n * E) + TakeBytes<float>(2 * n * hp.n_ff_exp);
+}
+
+uint64_t SharedExpertBytes(const HParams& hp, uint64_t n) {
+  return TakeBytes<float>(n * hp.n_embd) + SwiGluBytes(n, hp.n_ff_shexp);
+}
+
+// SwiGLU: down(silu(gate x) * up x) for the rows of x. `scratch`: 2 * rows *
+// gate.rows floats, or null to take them from the workspace.
+Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const WeightMatrix& up,
+              const WeightMatrix& down, const float* x, int64_t rows, float* out, float* scratch = nullptr) {
+  WorkspaceScope scope(ws);
+  float* g = scratch ? scratch : ws.Take<float>(rows * gate.rows);
+  float* u = scratch ? scratch + rows * gate.rows : ws.Take<float>(rows * up.rows);
+  if (!u) return ws.Exhausted("SwiGLU");
+  be.MatMul(gate, x, rows, g);
+  be.MatMul(up, x, rows, u);
+  for (int64_t i = 0; i < rows * gate.rows; ++i) g[i] = ops::SiluF(g[i]) * u[i];
+  be.MatMul(down, g, rows, out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
+  OpScope scope_op(*this);
+  const PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const float* h = ActPtr(in);
+  float* out = ActPtr(out_act);
+  const int64_t n = p.n, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const bool gated = mixer == Mixer::kGatedAttention;
+  const int64_t q_width = (gated ? 2 : 1) * H * Dk;
+  WorkspaceScope scope(ws);
+  float* qfull = ws.Take<float>(n * q_width);
+  float* k = ws.Take<float>(n * Hkv * Dk);
+  float* v = ws.Take<float>(n * Hkv * Dv);
+  float* attn = ws.Take<float>(n * H * Dv);
+  const int64_t jobs = n * H, tasks = ScratchTasks(jobs, threads());
+  const int64_t max_keys = p.max_keys;
+  float* scores_all = ws.Take<float>(tasks * max_keys);
+  if (!scores_all) return ws.Exhausted("attention");
+  MatMul(Matrix(*W(m, il, R::kAttnQ)), h, n, qfull);
+  MatMul(Matrix(*W(m, il, R::kAttnK)), h, n, k);
+  MatMul(Matrix(*W(m, il, R::kAttnV)), h, n, v);
+
+  const float* q_norm = Model::F32(W(m, il, R::kAttnQNorm));
+  const float* k_norm = Model::F32(W(m, il, R::kAttnKNorm));
+  auto rope = [&](float* x, int64_t pos) {
+    if (hp.rope_type == RopeType::kNorm) ops::RopeNorm(x, hp.n_rot, pos, hp.rope_freq_base, hp.rope_freq_scale);
+    else ops::RopeNeox(x, hp.n_rot, pos, hp.rope_freq_base, hp.rope_freq_scale);  // NEOX and text-only IMRoPE
+  };
+  // q[t][h] and gate[t][h] views into qfull.
+  auto q_at = [&](int64_t t, int64_t hh) { return qfull + t * q_width + hh * (gated ? 2 * Dk : Dk); };
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t hh = 0; hh < H; ++hh) {
+      float* q = q_at(t, hh);
+      if (q_norm) ops::RmsNorm(q, q_norm, Dk, hp.rms_eps);
+      rope(q, p.pos[t]);
+    }
+    for (int64_t hh = 0; hh < Hkv; ++hh) {
+      float* kk = k + (t * Hkv + hh) * Dk;
+      if (k_norm) ops::RmsNorm(kk, k_norm, Dk, hp.rms_eps);
+      rope(kk, p.pos[t]);
+    }
+  }
+  // Append to each sequence's cache.
+  for (int64_t t = 0; t < n; ++t) {
+    SequenceState& st = p.St(t);
+    std::memcpy(StateK(st, il) + p.pos[t] * Hkv * Dk, &k[t * Hkv * Dk], Hkv * Dk * sizeof(float));
+    std::memcpy(StateV(st, il) + p.pos[t] * Hkv * Dv, &v[t * Hkv * Dv], Hkv * Dv * sizeof(float));
+  }
+  const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
+  const int64_t group = H / Hkv;
+  const kernels::AttnKernels& ak = attention();
+  // One scores row per task (tasks run on one thread at a time).
+  auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+    for (int64_t task = task_begin; task < task_end; ++task) {
+      float* scores = scores_all + task * max_keys;
+      for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
+        const int64_t t = job / H, hh = job % H, kvh = hh / group;
+        const int64_t n_keys = p.pos[t] + 1;  // causal
+        const float* K = StateK(p.St(t), il);
+        const float* V = StateV(p.St(t), il);
+        const float* q = q_at(t, hh);
+        ak.scores(q, K + kvh * Dk, Hkv * Dk, n_keys, Dk, scale, scores);
+        ops::Softmax(scores, n_keys);
+        float* o = attn + (t * H + hh) * Dv;
+        std::fill(o, o + Dv, 0.0f);
+        ak.mix(scores, V + kvh * Dv, Hkv * Dv, n_keys, Dv, o);
+        if (gated) {
+          const float* gate = q + Dk;
+          for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
+        }
+      }
+    }
+  };
+  // A lambda of one reference: std::function holds it without allocating.
+  ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+  MatMul(Matrix(*W(m, il, R::kAttnOutput)), attn, n, out);
+  return Status::Ok();
+}
+
+Status CpuBackend::GatedDeltaNet(int32_t il, Act in, Act out) {
+  OpScope scope(*this);
+  const PassState& p = *pass_;
+  return strata::GatedDeltaNet(*p.m, *this, *p.ws, p.opt->delta_net, {p.states, static_cast<size_t>(p.n)}, il, p.n,
+                               ActPtr(in), ActPtr(out));
+}
+
+// --- feed-forward ------------------------------------------------------------
+
+Status CpuBackend::DenseFfn(int32_t il, Act in, Act out) {
+  OpScope scope(*this);
+  const PassState& p = *pass_;
+  const Model& m = *p.m;
+  return SwiGlu(*this, *p.ws, Matrix(*W(m, il, R::kFfnGate)), Matrix(*W(m, il, R::kFfnUp)),
+                Matrix(*W(m, il, R::kFfnDown)), ActPtr(in), p.n, ActPtr(out));
+}
+
+// Routed experts: softmax over the router logits, top-k, renormalized
+// weights, each expert's SwiGLU on the tokens routed to it (a batch per
+// expert), summed in routing order as llama.cpp does.
+Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
+  OpScope scope_op(*this);
+  const PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  Workspace& ws = *p.ws;
+  const float* h = ActPtr(in);
+  float* out = ActPtr(out_act);
+  const int64_t n = p.n, E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used;
+  WorkspaceScope scope(ws);
+  float* probs = ws.Take<float>(n * NE);
+  int32_t* sel = ws.Take<int32_t>(n * K);
+  float* wts = ws.Take<float>(n * K);
+  float* chosen = ws.Take<float>(K);
+  int64_t* first = ws.Take<int64_t>(NE + 1);  // expert e's entries: list[first[e] .. first[e+1])
+  int64_t* fill = ws.Take<int64_t>(NE);
+  int64_t* list = ws.Take<int64_t>(n * K);    // entries t*K + k, grouped by expert, in order
+  float* results = ws.Take<float>(n * K * E);
+  float* xe = ws.Take<float>(n * E);  // an expert is chosen at most once per token: m <= n
+  float* ye = ws.Take<float>(n * E);
+  float* gu = ws.Take<float>(2 * n * hp.n_ff_exp);  // an expert's SwiGLU for up to n rows
+  if (!gu) return ws.Exhausted("MoE routing");
+  MatMul(Matrix(*W(*p.m, il, R::kFfnGateInp)), h, n, probs);
+  for (int64_t t = 0; t < n; ++t) {
+    float* pr = probs + t * NE;
+    ops::Softmax(pr, NE);
+    int32_t* s = sel + t * K;
+    ops::TopK(pr, NE, K, s);
+    float* w = wts + t * K;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < K; ++k) sum += (w[k] = pr[s[k]]);
+    if (hp.expert_weights_norm) {
+      const float denom = std::max(sum, 6.103515625e-5f);
+      for (int64_t k = 0; k < K; ++k) w[k] /= denom;
+    }
+    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+      for (int64_t k = 0; k < K; ++k) w[k] *= hp.expert_weights_scale;
+    if (p.opt->observer) {
+      // The routing crosses the seam to the host observer.
+      for (int64_t k = 0; k < K; ++k) chosen[k] = pr[s[k]];
+      transfers_.down_bytes += static_cast<uint64_t>(K) * (sizeof(int32_t) + sizeof(float));
+      ++transfers_.down_calls;
+      p.opt->observer->OnRouted(il, {s, static_cast<size_t>(K)}, {chosen, static_cast<size_t>(K)});
+    }
+  }
+  // Tokens per expert (a counting sort that keeps the order of t*K + k).
+  std::fill(first, first + NE + 1, int64_t{0});
+  for (int64_t i = 0; i < n * K; ++i) ++first[sel[i] + 1];
+  for (int64_t e = 0; e < NE; ++e) first[e + 1] += first[e];
+  std::copy(first, first + NE, fill);
+  for (int64_t i = 0; i < n * K; ++i) list[fill[sel[i]]++] = i;
+  const TensorView& gate = *W(*p.m, il, R::kFfnGateExps);
+  const TensorView& up = *W(*p.m, il, R::kFfnUpExps);
+  const TensorView& down = *W(*p.m, il, R::kFfnDownExps);
+  for (int64_t e = 0; e < NE; ++e) {
+    const int64_t* entries = list + first[e];
+    const int64_t m = first[e + 1] - first[e];
+    if (m == 0) continue;
+    for (int64_t i = 0; i < m; ++i) std::memcpy(&xe[i * E], h + (entries[i] / K) * E, E * sizeof(float));
+    if (p.opt->experts) {
+      // The expert's rows go to the executor and its output comes back.
+      const uint64_t bytes = static_cast<uint64_t>(m * E) * sizeof(float);
+      transfers_.down_bytes += bytes;
+      ++transfers_.down_calls;
+      STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe, m, ye));
+      transfers_.up_bytes += bytes;
+      ++transfers_.up_calls;
+    } else {
+      STRATA_RETURN_IF_ERROR(SwiGlu(*this, ws, ExpertMatrix(gate, static_cast<uint32_t>(e)),
+                                    ExpertMatrix(up, static_cast<uint32_t>(e)),
+                                    ExpertMatrix(down, static_cast<uint32_t>(e)), xe, m, ye, gu));
+    }
+    for (int64_t i = 0; i < m; ++i) std::memcpy(&results[entries[i] * E], &ye[i * E], E * sizeof(float));
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * E;
+    for (int64_t k = 0; k < K; ++k) {
+      const float w = wts[t * K + k];
+      const float* r = &results[(t * K + k) * E];
+      if (k == 0) for (int64_t d = 0; d < E; ++d) o[d] = r[d] * w;
+      else for (int64_t d = 0; d < E; ++d) o[d] += r[d] * w;
+    }
+  }
+  return Status::Ok();
+}
+
+// The shared expert (FfnKind::kMoeSharedExpert), gated per token by
+// sigmoid(ffn_gate_inp_shexp . x), added to the routed experts' output.
+Status CpuBackend::SharedExpert(int32_t il, Act in, Act out_act) {
+  OpScope scope_op(*this);
+  const PassState& p = *pass_;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const float* h = ActPtr(in);
+  float* out = ActPtr(out_act);
+  const int64_t n = p.n, E = p.hp->n_embd;
+  WorkspaceScope scope(ws);
+  float* sh = ws.Take<float>(n * E);
+  if (!sh) return ws.Exhausted("shared expert");
+  STRATA_RETURN_IF_ERROR(SwiGlu(*this, ws, Matrix(*W(m, il, R::kFfnGateShexp)), Matrix(*W(m, il, R::kFfnUpShexp)),
+                                Matrix(*W(m, il, R::kFfnDownShexp)), h, n, sh));
+  const float* gw = Model::F32(W(m, il, R::kFfnGateInpShexp));
+  for (int64_t t = 0; t < n; ++t) {
+    float g = 0.0f;
+    for (int64_t d = 0; d < E; ++d) g += gw[d] * h[t * E + d];
+    g = ops::Sigmoid(g);
+    for (int64_t d = 0; d < E; ++d) out[t * E + d] += sh[t * E + d] * g;
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits) {
+  OpScope scope(*this);
+  const PassState& p = *pass_;
+  const int64_t E = p.hp->n_embd;
+  const WeightMatrix w = Matrix(*W(&head));
+  const float* x = ActPtr(Act::kX);
+  float* h = ActPtr(Act::kH);
+  const float* nw = Model::F32(W(norm));
+  for (int64_t r = 0; r < p.n_rows; ++r) ops::RmsNormTo(&x[p.rows[r] * E], nw, E, p.hp->rms_eps, &h[r * E]);
+  // The logits rows cross the seam: the product writes them to the host
+  // buffer directly (a device backend downloads them), counted as a download.
+  MatMul(w, h, p.n_rows, logits);
+  transfers_.down_bytes += static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float);
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+// --- for the tiered expert pool ------------------------------------------------
+
+Status RunExpertOnBackend(const Model& model, CpuBackend& backend, int32_t il, uint32_t e, const float* x,
+                          int64_t m, float* y, bool use_decode_copies, float* scratch) {
+  const TensorView* t[3] = {model.Get(il, R::kFfnGateExps), model.Get(il, R::kFfnUpExps),
+                            model.Get(il, R::kFfnDownExps)};
+  WeightMatrix w[3];
+  for (int i = 0; i < 3; ++i) {
+    if (!t[i] || e >= t[i]->expert_count)
+      return Internal(StrFormat("expert %u of layer %d is not in the model", e, il));
+    const TensorView* src = t[i];
+    if (use_decode_copies && t[i]->decode_copy >= 0)
+      src = &model.tensors()[static_cast<size_t>(t[i]->decode_copy)];
+    w[i] = ExpertMatrix(*src, e);
+  }
+  return RunSwiGlu(backend, w[0], w[1], w[2], x, m, y, scratch);
+}
+
+Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                 const float* x, int64_t m, float* y, float* scratch) {
+  std::vector<float> own;
+  if (!scratch) {
+    STRATA_RETURN_IF_ERROR(CheckedResize(own, static_cast<size_t>(2 * m * gate.rows), "expert scratch"));
+    scratch = own.data();
+  }
+  float* g = scratch;
+  float* u = scratch + m * gate.rows;
+  backend.MatMul(gate, x, m, g);
+  backend.MatMul(up, x, m, u);
+  for (int64_t i = 0; i < m * gate.rows; ++i) g[i] = ops::SiluF(g[i]) * u[i];
+  backend.MatMul(down, g, m, y);
+  return Status::Ok();
+}
+
+// --- workspace bound -----------------------------------------------------------
+
+uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape) {
+  const HParams& hp = model.hp();
+  const ArchSpec& spec = GetArchSpec(model.arch());
+  const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(shape.tokens, 1));
+  PassShape s = shape;
+  s.tokens = static_cast<int64_t>(n);
+  s.max_keys = std::max<int64_t>(shape.max_keys, 1);
+  // Whole pass (BeginPass): seq, pos, states, rows, ids, x, h, y. Then the
+  // largest layer stage (each stage releases what it took before the next
+  // one starts).
+  const uint64_t top = TakeBytes<int32_t>(n) + TakeBytes<int64_t>(n) + TakeBytes<SequenceState*>(n) +
+                       TakeBytes<int64_t>(n) + TakeBytes<int32_t>(n) + 3 * TakeBytes<float>(n * hp.n_embd);
+  uint64_t stage = 0;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    const LayerPlan layer = spec.Layer(hp, il);
+    stage = std::max(stage, layer.mixer == Mixer::kGatedDeltaNet ? GatedDeltaNetBytes(hp, s)
+                                                                 : AttentionBytes(hp, layer.mixer, s));
+    switch (layer.ffn) {
+      case FfnKind::kDense: stage = std::max(stage, SwiGluBytes(n, hp.n_ff)); break;
+      case FfnKind::kMoeSharedExpert: stage = std::max(stage, SharedExpertBytes(hp, n)); [[fallthrough]];
+      case FfnKind::kMoe: stage = std::max(stage, MoeBytes(hp, n)); break;
+    }
+  }
+  return top + stage;
+}
+
+}  // namespace strata

@@ -1,0 +1,83 @@
+#pragma once
+// What a forward pass is asked to do, as the forward pass and a backend both
+// see it: the sequences and their tokens, the options, and the observers and
+// executors a pass may call. Host-side launch parameters only; the memory a
+// pass works in belongs to the backend (backend.h).
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "runtime/base/status.h"
+
+namespace strata {
+
+class Model;
+class Workspace;
+struct SequenceState;
+
+// Routing observed during a forward pass (for expert profiles and traces).
+class RoutingObserver {
+ public:
+  virtual ~RoutingObserver() = default;
+  // One token at one layer chose `experts` with router probabilities `probs`
+  // (softmax over all experts, before renormalization).
+  virtual void OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) = 0;
+};
+
+// Who computes a routed expert's SwiGLU. The default (no executor) runs it
+// on the forward pass's backend, reading the expert's native weights. A
+// tiered expert pool (runtime/experts/) plugs in here to run hot experts
+// from a device tier and the rest on the host, from native blobs or Q8_0
+// decode copies. x and y are host memory: the backend hands an expert's rows
+// over and takes its output back (TransferCounts counts both).
+class ExpertExecutor {
+ public:
+  virtual ~ExpertExecutor() = default;
+  // y[m x n_embd] = down_e(silu(gate_e x) * up_e x) for the m rows of x.
+  virtual Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
+};
+
+// How gated delta-net layers run a prompt's recurrence (decode steps are
+// always sequential). The default is the token-by-token form: measured side
+// by side with the chunked form on 512-token prompts of the Qwen3.6-35B-A3B
+// shape, it prefilled 18-19% faster on this project's machines
+// (bench/results/cpu-runtime.md) and stays closer to llama.cpp (0.03 against
+// 0.44, docs/conformance.md). The chunked form is kept, tested equal, and
+// selectable per run: ForwardOptions::delta_net (strata-run --delta-net).
+enum class DeltaNetMode { kSequential = 0, kChunked = 1 };
+std::string_view DeltaNetModeName(DeltaNetMode m);  // "sequential", "chunked"
+Result<DeltaNetMode> ParseDeltaNetMode(std::string_view name);
+
+struct ForwardOptions {
+  bool all_logits = false;               // logits for every token, not only the last
+  RoutingObserver* observer = nullptr;
+  ExpertExecutor* experts = nullptr;     // null: experts run on the backend
+  // Scratch for the pass, made once for the run by the backend that runs it
+  // (memory plan). Null: the pass has the backend make a workspace of
+  // ForwardWorkspaceBytes for itself.
+  Workspace* workspace = nullptr;
+  DeltaNetMode delta_net = DeltaNetMode::kSequential;  // how gated delta-net layers run a prompt
+};
+
+// One sequence's part of a batch.
+struct SequenceBatch {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  // logits for every token of this sequence, not only its last
+};
+
+// One forward pass as handed to a backend (Backend::BeginPass). Token t of
+// the pass belongs to the sequence that holds it in `batch` (sequences in
+// order, tokens contiguous) and sits at that sequence's n_past plus its index.
+struct PassDesc {
+  const Model* model = nullptr;
+  std::span<const SequenceBatch> batch;
+  const ForwardOptions* options = nullptr;
+  Workspace* workspace = nullptr;  // the backend's, with room for ForwardWorkspaceBytes of this pass
+  int64_t n = 0;                   // tokens, all sequences together
+  int64_t max_keys = 1;            // largest position + 1
+  int64_t n_rows = 0;              // logits rows asked for
+};
+
+}  // namespace strata
