@@ -130,38 +130,44 @@ std::vector<std::string> PackOptions::Recorded() const {
   return r;
 }
 
-Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options, const ProgressFn& progress) {
-  auto t0 = std::chrono::steady_clock::now();
-  PackResult r;
-  r.output = options.output;
+namespace {
 
-  // 1. Architecture.
+// Step 1: the architecture (general.architecture; none for a vocab-only
+// file). False when refused (r->log says why).
+bool ResolveArch(const gguf::GgufModel& model, PackResult* out) {
+  PackResult& r = *out;
   auto arch_name = model.GetString("general.architecture");
   r.arch_name = arch_name.ok() ? std::string(*arch_name) : "";
   if (model.tensors().empty()) {
     r.arch = Arch::kVocabOnly;
   } else if (!arch_name.ok()) {
     r.log.Refuse("general.architecture", arch_name.status().message());
-    return r;
+    return false;
   } else if (auto a = ArchFromName(*arch_name)) {
     r.arch = *a;
   } else {
     r.log.Refuse("general.architecture",
                  "architecture '" + Printable(*arch_name) +
                      "' is not supported (Strata runs llama, qwen3moe and qwen35moe, and packs vocab-only files)");
-    return r;
+    return false;
   }
 
-  // 2. Tokenizer and hyperparameters.
+  return true;
+}
+
+// Step 2: the tokenizer, then the hyperparameters checked against it.
+// Refusals go to r->log; errors are I/O or internal.
+Status ImportTokenizerAndHParams(const gguf::GgufModel& model, const PackOptions& options, PackResult* out) {
+  PackResult& r = *out;
   auto vocab = ImportVocab(model, &r.log.warnings);
   if (!vocab.ok()) {
     r.log.Refuse("tokenizer", vocab.status().message());
-    return r;
+    return Status::Ok();
   }
   r.vocab = std::move(*vocab);
   if (r.vocab.tokens.empty()) {
     r.log.Refuse("tokenizer.ggml.tokens", "a pack needs a tokenizer: expected a token list, found none");
-    return r;
+    return Status::Ok();
   }
   if (r.arch == Arch::kVocabOnly) {
     r.hparams.n_vocab = static_cast<uint32_t>(r.vocab.tokens.size());
@@ -172,23 +178,16 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
       r.log.Refuse(std::string(ArchName(r.arch)) + ".vocab_size",
                    StrFormat("expected the token count %zu, found %u", r.vocab.tokens.size(), r.hparams.n_vocab));
   }
-  if (r.log.refused()) return r;
 
-  // 3. Tensors.
-  r.plan = PlanTensors(model, r.arch, &r.hparams, options, &r.log);
-  for (const auto& p : r.plan) r.weight_bytes += p.bytes;
-  if (r.log.refused()) return r;
+  return Status::Ok();
+}
 
-  // 4. Kernel coverage and decode copies.
-  DecodeCopyPlan copies;
-  if (r.arch != Arch::kVocabOnly) {
-    copies = PlanDecodeCopies(r.plan, r.hparams, options, &r.log);
-    r.decode_copies = copies.count;
-    r.decode_copy_bytes = copies.bytes;
-  }
-  if (r.log.refused() || options.dry_run) return r;
-
-  // 5. The probe and the expert profile, run on the planned tensors; then write.
+// Step 5a: the probe record and the expert profile, computed by running the
+// planned tensors (before anything is written).
+Status MeasureProbeAndProfile(const gguf::GgufModel& model, const PackOptions& options, PackResult* out,
+                              std::optional<ProbeData>* probe_out) {
+  PackResult& r = *out;
+  std::optional<ProbeData>& probe = *probe_out;
   std::optional<CalibrationCorpus> corpus;
   const bool want_profile = options.profile && HasRoutedExperts(r.arch) && r.hparams.n_expert > 0;
   if (want_profile) {
@@ -198,7 +197,6 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
       STRATA_ASSIGN_OR_RETURN(corpus, LoadCalibrationCorpus(options.calibration));
     }
   }
-  std::optional<ProbeData> probe;
   if (r.arch != Arch::kVocabOnly && (options.probe || want_profile)) {
     std::unique_ptr<PlannedViews> views = ViewPlannedTensors(model, r.plan);
     STRATA_ASSIGN_OR_RETURN(Model m, Model::FromTensors(r.arch, r.hparams, views->views, "the planned tensors"));
@@ -213,16 +211,28 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
       STRATA_ASSIGN_OR_RETURN(r.profile, MeasureExpertProfile(m, tok, *corpus, po));
     }
   }
-  std::optional<ThreadPool> pool;
-  if (copies.count > 0) pool.emplace(options.threads);
-  STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output, options.blob_alignment));
-  flatbuffers::FlatBufferBuilder b(1 << 20);
+  return Status::Ok();
+}
+
+// The manifest's tensor and blob tables as the blobs are written.
+struct WrittenTables {
   std::vector<flatbuffers::Offset<fb::Blob>> blobs;
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+};
+
+// Step 5b: every planned tensor's blob, each decode copy right after its
+// tensor (tensor i of the manifest uses blob i), with progress.
+Result<WrittenTables> WriteTensors(PackWriter& w, flatbuffers::FlatBufferBuilder& b, const gguf::GgufModel& model,
+                                   const PackResult& r, const DecodeCopyPlan& copies, const PackOptions& options,
+                                   const ProgressFn& progress) {
+  WrittenTables out;
+  std::vector<flatbuffers::Offset<fb::Blob>>& blobs = out.blobs;
+  std::vector<flatbuffers::Offset<fb::Tensor>>& tensors = out.tensors;
+  std::optional<ThreadPool> pool;
+  if (copies.count > 0) pool.emplace(options.threads);
   PackProgress prog;
   prog.bytes_total = r.weight_bytes + copies.bytes;
   prog.tensors_total = r.plan.size() + copies.count;
-  // Tensor i of the manifest uses blob i; a decode copy follows its tensor.
   auto add_tensor = [&](const std::string& name, const PlannedTensor& p, GgmlType type, uint64_t row_bytes,
                         uint64_t expert_stride, int32_t decode_copy, bool is_copy) {
     auto name_off = b.CreateString(name);
@@ -270,6 +280,15 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   prog.current = "";
   if (progress) progress(prog);
 
+  return out;
+}
+
+// Step 5c: the manifest: provenance, fixes, hyperparameters, tokenizer,
+// tensors and blobs, probe and profile.
+Status BuildManifest(flatbuffers::FlatBufferBuilder& b, const gguf::GgufModel& model, const PackOptions& options,
+                     PackResult& r, const std::optional<ProbeData>& probe, const WrittenTables& written) {
+  const std::vector<flatbuffers::Offset<fb::Blob>>& blobs = written.blobs;
+  const std::vector<flatbuffers::Offset<fb::Tensor>>& tensors = written.tensors;
   std::vector<flatbuffers::Offset<fb::SourceFile>> sources;
   for (size_t i = 0; i < model.shard_count(); ++i) {
     const auto& s = model.shard(i);
@@ -310,6 +329,43 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   if (probe) mb.add_probe(probe_rec);
   if (r.profile) mb.add_expert_profile(profile_rec);
   fb::FinishManifestBuffer(b, mb.Finish());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options, const ProgressFn& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  PackResult r;
+  r.output = options.output;
+
+  // 1. Architecture. 2. Tokenizer and hyperparameters.
+  if (!ResolveArch(model, &r)) return r;
+  STRATA_RETURN_IF_ERROR(ImportTokenizerAndHParams(model, options, &r));
+  if (r.log.refused()) return r;
+
+  // 3. Tensors.
+  r.plan = PlanTensors(model, r.arch, &r.hparams, options, &r.log);
+  for (const auto& p : r.plan) r.weight_bytes += p.bytes;
+  if (r.log.refused()) return r;
+
+  // 4. Kernel coverage and decode copies.
+  DecodeCopyPlan copies;
+  if (r.arch != Arch::kVocabOnly) {
+    copies = PlanDecodeCopies(r.plan, r.hparams, options, &r.log);
+    r.decode_copies = copies.count;
+    r.decode_copy_bytes = copies.bytes;
+  }
+  if (r.log.refused() || options.dry_run) return r;
+
+  // 5. The probe and the expert profile, run on the planned tensors; then the
+  // blobs and the manifest, written to a temporary file renamed when complete.
+  std::optional<ProbeData> probe;
+  STRATA_RETURN_IF_ERROR(MeasureProbeAndProfile(model, options, &r, &probe));
+  STRATA_ASSIGN_OR_RETURN(PackWriter w, PackWriter::Create(options.output, options.blob_alignment));
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  STRATA_ASSIGN_OR_RETURN(WrittenTables written, WriteTensors(w, b, model, r, copies, options, progress));
+  STRATA_RETURN_IF_ERROR(BuildManifest(b, model, options, r, probe, written));
   STRATA_RETURN_IF_ERROR(w.Finish({b.GetBufferPointer(), b.GetSize()}));
   r.pack_bytes = w.bytes_written();
   r.written = true;

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -112,10 +113,13 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     std::vector<int32_t> ids;
   };
   Run RunPack(const Fixture& f, const std::vector<int32_t>& prompt, int n, bool reference) {
+    return RunPackOn(f, prompt, n, reference ? "reference" : "cpu");
+  }
+  Run RunPackOn(const Fixture& f, const std::vector<int32_t>& prompt, int n, const std::string& backend) {
     std::string out = testing::ScratchDir("conformance_run") + "/logits.f32";
     std::vector<std::string> args = {f.pack, "--tokens", Join(prompt), "-n", std::to_string(n), "--temp", "0",
-                                     "--ignore-eos", "--print-ids", "--logits-out", out, "-t", "2"};
-    if (reference) args.push_back("--reference");
+                                     "--ignore-eos", "--print-ids", "--logits-out", out, "-t", "2",
+                                     "--backend", backend};
     auto r = testing::RunProgram("strata-run", args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return {ReadF32(out), ParseIds(r.out)};
@@ -204,6 +208,22 @@ TEST_P(Conformance, FastPathMatchesNativeWithinToleranceAndAtConfidentSteps) {
     ASSERT_LT(k, free.ids.size());
     ASSERT_EQ(free.ids[k], greedy[k]) << name << " free-running step " << k;
   }
+}
+
+// The sim backend (the cpu backend's ops on memory the forward pass cannot
+// touch, docs/backends.md) gives the cpu backend's bits on every fixture:
+// the prompt, then greedy decoding, so prompt passes and decode steps both run.
+TEST_P(Conformance, SimBackendIsBitIdenticalToCpu) {
+  const std::string name = GetParam();
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/" + name + ".prompt.json"));
+  const Fixture& f = Get(name);
+  const std::vector<int32_t> prompt = f.j["prompt_ids"].get<std::vector<int32_t>>();
+  Run cpu = RunPackOn(f, prompt, 12, "cpu");
+  Run sim = RunPackOn(f, prompt, 12, "sim");
+  ASSERT_FALSE(cpu.logits.empty());
+  EXPECT_EQ(sim.ids, cpu.ids);
+  ASSERT_EQ(sim.logits.size(), cpu.logits.size());
+  EXPECT_EQ(std::memcmp(sim.logits.data(), cpu.logits.data(), cpu.logits.size() * sizeof(float)), 0) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Conformance,

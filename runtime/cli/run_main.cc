@@ -117,6 +117,10 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
   std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
   for (auto& t : prompt) t = static_cast<int32_t>(rng() % model.hp().n_vocab);
   std::vector<double> pp, tg;
+  // What crossed the backend's seam in the last rep: the prompt's passes, then
+  // the decode steps (the first keep_going call comes after the prompt).
+  TransferCounts t_start, t_prompt, t_end;
+  int64_t n_steps = 0;
   std::fprintf(stderr, "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, %d threads, %s backend, %d reps\n",
                std::string(ArchName(model.arch())).c_str(), static_cast<long long>(n_prompt),
                static_cast<long long>(n_gen), backend.threads(), backend.name().c_str(), o.bench_reps);
@@ -132,8 +136,19 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
     go.batch = o.batch;
     go.delta_net = *ParseDeltaNetMode(o.delta_net);  // checked by RunOptions::Validate
     go.feed_last = true;
-    auto r = g.Generate(prompt, go);
+    t_start = backend.transfers();
+    bool prompt_done = false;
+    GenerateCallbacks cb;
+    cb.keep_going = [&] {
+      if (!prompt_done) t_prompt = backend.transfers();
+      prompt_done = true;
+      return true;
+    };
+    auto r = g.Generate(prompt, go, cb);
     if (!r.ok()) return Fail(r.status());
+    t_end = backend.transfers();
+    if (!prompt_done) t_prompt = t_end;
+    n_steps = r->n_decoded;
     if (rep == 0) continue;
     pp.push_back(r->prompt_tps());
     tg.push_back(r->gen_tps());
@@ -143,13 +158,26 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
   auto [pmin, pmax] = mm(pp);
   auto [gmin, gmax] = mm(tg);
   const double mb_per_token = static_cast<double>(model.DecodeBytesPerToken()) / 1e6;
+  const double steps = static_cast<double>(std::max<int64_t>(n_steps, 1));
+  const double step_in = static_cast<double>(t_end.up_bytes - t_prompt.up_bytes) / steps;
+  const double step_out = static_cast<double>(t_end.down_bytes - t_prompt.down_bytes) / steps;
+  std::fprintf(stderr,
+               "  transfers (%s backend): weights made resident %s; the prompt %s in, %s out; each decode step "
+               "%.0f B in, %.0f B out (%.1f calls)\n",
+               backend.name().c_str(), HumanBytes(t_end.weight_bytes).c_str(),
+               HumanBytes(t_prompt.up_bytes - t_start.up_bytes).c_str(),
+               HumanBytes(t_prompt.down_bytes - t_start.down_bytes).c_str(), step_in, step_out,
+               static_cast<double>(t_end.up_calls - t_prompt.up_calls + t_end.down_calls - t_prompt.down_calls) /
+                   steps);
   std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
               "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f, "
-              "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f}\n",
+              "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f, \"resident_weight_bytes\": %llu, "
+              "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f}\n",
               std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
               static_cast<long long>(n_prompt), static_cast<long long>(n_gen), o.bench_reps, Median(pp), *pmin, *pmax,
-              Median(tg), *gmin, *gmax, mb_per_token, Median(tg) * mb_per_token / 1e3);
+              Median(tg), *gmin, *gmax, mb_per_token, Median(tg) * mb_per_token / 1e3,
+              static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out);
   return kExitOk;
 }
 

@@ -96,6 +96,13 @@ class Pack {
  private:
   Pack() = default;
   Status Load();
+  // The parts of Load, in order.
+  Status VerifyManifest();
+  Status LoadHParams();
+  Status CheckBlobs();
+  Status LoadTensors();
+  Status CheckDecodeCopies();
+  Status CheckAgainstSpec();
   MappedFile file_;                 // empty for FromBytes
   std::string name_;
   std::span<const uint8_t> bytes_;  // the whole pack

@@ -197,6 +197,89 @@ std::optional<ApiError> OptionalBool(const json& j, const char* name, bool* out)
   return std::nullopt;
 }
 
+// Given to httplib with a chunked response: a response that did not finish
+// (the client went) cancels its job.
+std::function<void(bool)> CancelIfUnfinished(const std::shared_ptr<Exchange>& x) {
+  return [x](bool success) {
+    if (!success) x->scheduler->Cancel(x->job);
+  };
+}
+
+// A streamed answer: server-sent events as the tokens come, keep-alive
+// comments while none do; the job is cancelled if the client goes.
+void StreamAnswer(httplib::Response& res, const std::shared_ptr<Exchange>& x) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [x](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
+        auto gone = [&] {
+          x->scheduler->Cancel(x->job);
+          return false;
+        };
+        if (x->kind == ApiKind::kChat && !write(Event(x->Chunk("", nullptr, /*role=*/true)))) return gone();
+        while (true) {
+          JobUpdate u;
+          if (!x->job->Wait(kKeepAlive, &u)) {
+            if (!write(": keep-alive\n\n")) return gone();
+            continue;
+          }
+          if (!u.text.empty() && !write(Event(x->Chunk(u.text, nullptr, false)))) return gone();
+          if (!u.done) continue;
+          x->Absorb(u);
+          if (x->error) {
+            write(Event(x->error->ToJson()));
+          } else {
+            if (!write(Event(x->Chunk("", x->Reason(), false)))) return gone();
+            if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
+            if (!write("data: [DONE]\n\n")) return gone();
+          }
+          sink.done();
+          return true;
+        }
+      },
+      CancelIfUnfinished(x));
+}
+
+// An answer at once when it is quick (with the right status on error);
+// otherwise a 200 whose body begins with keep-alive whitespace (valid before
+// a JSON value) until the answer is ready.
+void AnswerWhenDone(httplib::Response& res, const std::shared_ptr<Exchange>& x) {
+  const auto deadline = Clock::now() + kQuickAnswer;
+  while (!x->done) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    JobUpdate u;
+    if (x->job->Wait(left, &u)) x->Absorb(u);
+  }
+  if (x->done) {
+    if (x->error) return SendError(res, *x->error);
+    return SendJson(res, 200, x->Answer());
+  }
+  // A slow one: keep-alive whitespace until the answer is ready.
+  res.set_chunked_content_provider(
+      "application/json",
+      [x](size_t, httplib::DataSink& sink) {
+        auto last_write = Clock::now();
+        while (!x->done) {
+          JobUpdate u;
+          if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
+          if (x->done || Clock::now() - last_write < kKeepAlive) continue;
+          if (!sink.write(" ", 1)) {
+            x->scheduler->Cancel(x->job);
+            return false;
+          }
+          last_write = Clock::now();
+        }
+        const std::string body = x->error ? x->error->Body() : Dump(x->Answer());
+        if (!sink.write(body.data(), body.size())) return false;
+        sink.done();
+        return true;
+      },
+      CancelIfUnfinished(x));
+}
+
 }  // namespace
 
 ApiServer::ApiServer(const ServeOptions& options) : options_(options), http_(std::make_unique<httplib::Server>()) {
@@ -232,6 +315,39 @@ void ApiServer::Stop() {
 }
 
 void ApiServer::Routes() {
+  ConfigureHttp();
+  httplib::Server& s = *http_;
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return PreRoute(req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) { OnHttpError(req, res); });
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    OnException(req, res, ep);
+  });
+  using Handler = void (ApiServer::*)(const httplib::Request&, httplib::Response&);
+  auto get = [&](const char* path, Handler h) {
+    s.Get(path, [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); });
+  };
+  auto post = [&](const char* path, Handler h) {
+    s.Post(path, [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); });
+  };
+  get("/", &ApiServer::HandlePage);
+  get("/index.html", &ApiServer::HandlePage);
+  get("/health", &ApiServer::HandleHealth);
+  get("/v1/health", &ApiServer::HandleHealth);
+  get("/v1/models", &ApiServer::HandleModels);
+  get("/models", &ApiServer::HandleModels);
+  get("/metrics", &ApiServer::HandleMetrics);
+  post("/tokenize", &ApiServer::HandleTokenize);
+  post("/detokenize", &ApiServer::HandleDetokenize);
+  post("/v1/chat/completions", &ApiServer::HandleChat);
+  post("/chat/completions", &ApiServer::HandleChat);
+  post("/v1/completions", &ApiServer::HandleCompletion);
+  post("/completions", &ApiServer::HandleCompletion);
+}
+
+// Limits, threads and socket options of the HTTP layer.
+void ApiServer::ConfigureHttp() {
   httplib::Server& s = *http_;
   // Threads: every running or queued request holds one while it waits, and
   // idle keep-alive connections hold one for up to the keep-alive timeout.
@@ -252,284 +368,218 @@ void ApiServer::Routes() {
   s.set_keep_alive_timeout(2);  // also bounds how long shutdown waits for idle connections
   s.set_read_timeout(30);
   s.set_write_timeout(10);
+}
 
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!options_.cors_origin.empty()) {
-      res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
-      if (options_.cors_origin != "*") res.set_header("Vary", "Origin");
-      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
-      res.set_header("Access-Control-Max-Age", "600");
+// Before any route: CORS headers and preflight, the API key, "loading".
+// True when the request was answered here.
+bool ApiServer::PreRoute(const httplib::Request& req, httplib::Response& res) {
+  if (!options_.cors_origin.empty()) {
+    res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
+    if (options_.cors_origin != "*") res.set_header("Vary", "Origin");
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+    res.set_header("Access-Control-Max-Age", "600");
+  }
+  if (req.method == "OPTIONS") {  // CORS preflight: never needs the key
+    res.status = 204;
+    return true;
+  }
+  const std::string& p = req.path;
+  const bool is_public = p == "/health" || p == "/v1/health" || p == "/" || p == "/index.html";
+  if (!is_public && !options_.api_key.empty()) {
+    std::string key;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0) key = auth.substr(7);
+    else key = req.get_header_value("X-Api-Key");
+    if (!ConstantTimeEquals(key, options_.api_key)) {
+      SendError(res, Unauthorized());
+      return true;
     }
-    if (req.method == "OPTIONS") {  // CORS preflight: never needs the key
-      res.status = 204;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    const std::string& p = req.path;
-    const bool is_public = p == "/health" || p == "/v1/health" || p == "/" || p == "/index.html";
-    if (!is_public && !options_.api_key.empty()) {
-      std::string key;
-      const std::string auth = req.get_header_value("Authorization");
-      if (auth.rfind("Bearer ", 0) == 0) key = auth.substr(7);
-      else key = req.get_header_value("X-Api-Key");
-      if (!ConstantTimeEquals(key, options_.api_key)) {
-        SendError(res, Unauthorized());
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (!ready() && !is_public) {
-      SendError(res, Loading());
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  }
+  if (!ready() && !is_public) {
+    SendError(res, Loading());
+    return true;
+  }
+  return false;
+}
 
-  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e;
-    if (res.status == 404) {
-      e = NotFoundError(StrFormat("no endpoint %s %s", LogSafe(req.method, 16).c_str(), LogSafe(req.path).c_str()));
-    } else if (res.status == 413) {
-      e = PayloadTooLarge(options_.max_body);
-    } else if (res.status == 400) {
-      e = BadRequest("malformed HTTP request", "", "invalid_http");
-    } else {
-      e = ApiError{res.status, "invalid_request_error", "http_error", StrFormat("HTTP error %d", res.status), ""};
-    }
-    res.set_content(e.Body(), "application/json");
-  });
+// httplib's own errors (no route, body too large, malformed request) as API error objects.
+void ApiServer::OnHttpError(const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty()) return;
+  ApiError e;
+  if (res.status == 404) {
+    e = NotFoundError(StrFormat("no endpoint %s %s", LogSafe(req.method, 16).c_str(), LogSafe(req.path).c_str()));
+  } else if (res.status == 413) {
+    e = PayloadTooLarge(options_.max_body);
+  } else if (res.status == 400) {
+    e = BadRequest("malformed HTTP request", "", "invalid_http");
+  } else {
+    e = ApiError{res.status, "invalid_request_error", "http_error", StrFormat("HTTP error %d", res.status), ""};
+  }
+  res.set_content(e.Body(), "application/json");
+}
 
-  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    std::fprintf(stderr, "strata serve: error: %s %s: %s\n", LogSafe(req.method, 16).c_str(),
-                 LogSafe(req.path).c_str(), LogSafe(what, 400).c_str());
-    SendError(res, ServerError("internal error: " + what));
-  });
+// An exception in a handler ends that request with a 500 object.
+void ApiServer::OnException(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+  std::string what = "unknown exception";
+  try {
+    if (ep) std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr, "strata serve: error: %s %s: %s\n", LogSafe(req.method, 16).c_str(),
+               LogSafe(req.path).c_str(), LogSafe(what, 400).c_str());
+  SendError(res, ServerError("internal error: " + what));
+}
 
-  auto page = [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Content-Security-Policy",
-                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
-                   "img-src data:; base-uri 'none'; form-action 'none'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(std::string(kChatPageHtml), "text/html; charset=utf-8");
+// GET / and /index.html: the chat page.
+void ApiServer::HandlePage(const httplib::Request&, httplib::Response& res) {
+  res.set_header("Content-Security-Policy",
+                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                 "img-src data:; base-uri 'none'; form-action 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content(std::string(kChatPageHtml), "text/html; charset=utf-8");
+}
+
+// GET /health, /v1/health.
+void ApiServer::HandleHealth(const httplib::Request&, httplib::Response& res) {
+  if (!ready()) return SendError(res, Loading());
+  SendJson(res, 200, {{"status", "ok"}});
+}
+
+// GET /v1/models, /models.
+void ApiServer::HandleModels(const httplib::Request&, httplib::Response& res) {
+  const ServingModel& m = *ready();
+  const HParams& hp = m.model->hp();
+  json meta = {{"arch", std::string(ArchName(m.model->arch()))},
+               {"n_vocab", hp.n_vocab},
+               {"n_ctx_train", hp.n_ctx_train},
+               {"n_ctx", m.scheduler->options().n_ctx},
+               {"n_embd", hp.n_embd},
+               {"n_layer", hp.n_layer},
+               {"n_expert", hp.n_expert},
+               {"n_expert_used", hp.n_expert_used},
+               {"size", m.pack_bytes},
+               {"parallel", m.scheduler->options().parallel},
+               {"backend", m.backend},
+               {"chat_template", m.chat_template.fallback ? "ChatML (fallback: the pack has none)" : "ChatML"}};
+  json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "strata"}, {"meta", meta}};
+  SendJson(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+}
+
+// GET /metrics (Prometheus text).
+void ApiServer::HandleMetrics(const httplib::Request&, httplib::Response& res) {
+  res.set_content(PrometheusText(ready()->scheduler->Metrics()), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+// POST /tokenize.
+void ApiServer::HandleTokenize(const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
+  auto it = body.find("content");
+  if (it == body.end() || !it->is_string())
+    return SendError(res, BadRequest("'content' is required and must be a string", "content", "missing_field"));
+  bool add_special = false, parse_special = true, with_pieces = false;
+  for (auto [name, out] : {std::pair{"add_special", &add_special}, std::pair{"parse_special", &parse_special},
+                           std::pair{"with_pieces", &with_pieces}})
+    if (auto e = OptionalBool(body, name, out)) return SendError(res, *e);
+  const tokenizer::Tokenizer& tok = *ready()->tok;
+  std::vector<int32_t> ids = tok.Encode(it->get<std::string>(), add_special, parse_special);
+  json tokens = json::array();
+  for (int32_t id : ids) {
+    if (with_pieces) tokens.push_back({{"id", id}, {"piece", SanitizeUtf8(tok.TokenToPiece(id, true))}});
+    else tokens.push_back(id);
+  }
+  SendJson(res, 200, {{"tokens", tokens}});
+}
+
+// POST /detokenize.
+void ApiServer::HandleDetokenize(const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
+  auto it = body.find("tokens");
+  if (it == body.end() || !it->is_array())
+    return SendError(res, BadRequest("'tokens' is required and must be an array of token ids", "tokens",
+                                     "missing_field"));
+  const tokenizer::Tokenizer& tok = *ready()->tok;
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& v = (*it)[i];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tok.n_tokens())
+      return SendError(res, BadRequest(StrFormat("'tokens[%zu]' is not a token id (integers 0..%d)", i,
+                                                 tok.n_tokens() - 1),
+                                       "tokens", "invalid_value"));
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  SendJson(res, 200, {{"content", SanitizeUtf8(tok.Decode(ids))}});
+}
+
+void ApiServer::HandleChat(const httplib::Request& req, httplib::Response& res) { HandleGenerate(ApiKind::kChat, req, res); }
+void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
+  HandleGenerate(ApiKind::kCompletion, req, res);
+}
+
+// POST /v1/chat/completions and /v1/completions: parse, build the prompt,
+// submit to the scheduler, then answer (streamed, or at once, or after
+// keep-alive whitespace).
+void ApiServer::HandleGenerate(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+  const ServingModel& m = *ready();
+  Scheduler& sched = *m.scheduler;
+  const int64_t n_ctx = sched.options().n_ctx;
+  const char* endpoint = kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
+  auto reject = [&](const ApiError& e) {
+    std::fprintf(stderr, "strata serve: %d %s: %s\n", e.status, endpoint, LogSafe(e.message, 300).c_str());
+    SendError(res, e);
   };
-  s.Get("/", page);
-  s.Get("/index.html", page);
+  ApiLimits limits;
+  limits.n_ctx = n_ctx;
+  limits.n_vocab = m.model->hp().n_vocab;
+  ApiRequest ar;
+  if (auto e = ParseApiRequest(kind, req.body, options_.sampling, limits, &ar)) return reject(*e);
 
-  auto health = [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready()) return SendError(res, Loading());
-    SendJson(res, 200, {{"status", "ok"}});
-  };
-  s.Get("/health", health);
-  s.Get("/v1/health", health);
+  GenerationRequest g;
+  g.stop = ar.stop;
+  g.ignore_eog = ar.ignore_eos;
+  if (kind == ApiKind::kChat) {
+    g.kind = "chat";
+    g.prompt = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);
+    for (const std::string& stop : m.chat_template.StopStrings()) g.stop.push_back(stop);
+  } else {
+    g.kind = "completion";
+    // Raw prompts are the caller's own template: special-token text is parsed (as llama-server does).
+    g.prompt = ar.prompt_is_ids ? ar.prompt_ids : m.tok->Encode(ar.prompt_text, true, /*parse_special=*/true);
+  }
+  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
+  if (g.prompt.empty()) return reject(BadRequest("the prompt has no tokens", prompt_param, "invalid_value"));
+  if (static_cast<int64_t>(g.prompt.size()) >= n_ctx)
+    return reject(BadRequest(StrFormat("the prompt is %zu tokens but a slot's context holds %lld (-c %lld), "
+                                       "and at least one position must stay free for the answer",
+                                       g.prompt.size(), static_cast<long long>(n_ctx),
+                                       static_cast<long long>(n_ctx)),
+                             prompt_param, "context_length_exceeded"));
+  g.sampling = ar.sampling;
+  if (!ar.has_seed) g.sampling.seed = RandomU64();
+  g.max_tokens = ar.max_tokens;
+  if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
+                                       : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults
 
-  auto models = [this](const httplib::Request&, httplib::Response& res) {
-    const ServingModel& m = *ready();
-    const HParams& hp = m.model->hp();
-    json meta = {{"arch", std::string(ArchName(m.model->arch()))},
-                 {"n_vocab", hp.n_vocab},
-                 {"n_ctx_train", hp.n_ctx_train},
-                 {"n_ctx", m.scheduler->options().n_ctx},
-                 {"n_embd", hp.n_embd},
-                 {"n_layer", hp.n_layer},
-                 {"n_expert", hp.n_expert},
-                 {"n_expert_used", hp.n_expert_used},
-                 {"size", m.pack_bytes},
-                 {"parallel", m.scheduler->options().parallel},
-                 {"backend", m.backend},
-                 {"chat_template", m.chat_template.fallback ? "ChatML (fallback: the pack has none)" : "ChatML"}};
-    json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "strata"}, {"meta", meta}};
-    SendJson(res, 200, {{"object", "list"}, {"data", json::array({model})}});
-  };
-  s.Get("/v1/models", models);
-  s.Get("/models", models);
+  ApiError rejection;
+  auto job = sched.Submit(std::move(g), &rejection);
+  if (!job.ok()) return reject(rejection);
 
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(PrometheusText(ready()->scheduler->Metrics()), "text/plain; version=0.0.4; charset=utf-8");
-  });
-
-  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    json body;
-    if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
-    auto it = body.find("content");
-    if (it == body.end() || !it->is_string())
-      return SendError(res, BadRequest("'content' is required and must be a string", "content", "missing_field"));
-    bool add_special = false, parse_special = true, with_pieces = false;
-    for (auto [name, out] : {std::pair{"add_special", &add_special}, std::pair{"parse_special", &parse_special},
-                             std::pair{"with_pieces", &with_pieces}})
-      if (auto e = OptionalBool(body, name, out)) return SendError(res, *e);
-    const tokenizer::Tokenizer& tok = *ready()->tok;
-    std::vector<int32_t> ids = tok.Encode(it->get<std::string>(), add_special, parse_special);
-    json tokens = json::array();
-    for (int32_t id : ids) {
-      if (with_pieces) tokens.push_back({{"id", id}, {"piece", SanitizeUtf8(tok.TokenToPiece(id, true))}});
-      else tokens.push_back(id);
-    }
-    SendJson(res, 200, {{"tokens", tokens}});
-  });
-
-  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    json body;
-    if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
-    auto it = body.find("tokens");
-    if (it == body.end() || !it->is_array())
-      return SendError(res, BadRequest("'tokens' is required and must be an array of token ids", "tokens",
-                                       "missing_field"));
-    const tokenizer::Tokenizer& tok = *ready()->tok;
-    std::vector<int32_t> ids;
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& v = (*it)[i];
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tok.n_tokens())
-        return SendError(res, BadRequest(StrFormat("'tokens[%zu]' is not a token id (integers 0..%d)", i,
-                                                   tok.n_tokens() - 1),
-                                         "tokens", "invalid_value"));
-      ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
-    }
-    SendJson(res, 200, {{"content", SanitizeUtf8(tok.Decode(ids))}});
-  });
-
-  auto generate = [this](ApiKind kind) {
-    return [this, kind](const httplib::Request& req, httplib::Response& res) {
-      const ServingModel& m = *ready();
-      Scheduler& sched = *m.scheduler;
-      const int64_t n_ctx = sched.options().n_ctx;
-      const char* endpoint = kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
-      auto reject = [&](const ApiError& e) {
-        std::fprintf(stderr, "strata serve: %d %s: %s\n", e.status, endpoint, LogSafe(e.message, 300).c_str());
-        SendError(res, e);
-      };
-      ApiLimits limits;
-      limits.n_ctx = n_ctx;
-      limits.n_vocab = m.model->hp().n_vocab;
-      ApiRequest ar;
-      if (auto e = ParseApiRequest(kind, req.body, options_.sampling, limits, &ar)) return reject(*e);
-
-      GenerationRequest g;
-      g.stop = ar.stop;
-      g.ignore_eog = ar.ignore_eos;
-      if (kind == ApiKind::kChat) {
-        g.kind = "chat";
-        g.prompt = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);
-        for (const std::string& stop : m.chat_template.StopStrings()) g.stop.push_back(stop);
-      } else {
-        g.kind = "completion";
-        // Raw prompts are the caller's own template: special-token text is parsed (as llama-server does).
-        g.prompt = ar.prompt_is_ids ? ar.prompt_ids : m.tok->Encode(ar.prompt_text, true, /*parse_special=*/true);
-      }
-      const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
-      if (g.prompt.empty()) return reject(BadRequest("the prompt has no tokens", prompt_param, "invalid_value"));
-      if (static_cast<int64_t>(g.prompt.size()) >= n_ctx)
-        return reject(BadRequest(StrFormat("the prompt is %zu tokens but a slot's context holds %lld (-c %lld), "
-                                           "and at least one position must stay free for the answer",
-                                           g.prompt.size(), static_cast<long long>(n_ctx),
-                                           static_cast<long long>(n_ctx)),
-                                 prompt_param, "context_length_exceeded"));
-      g.sampling = ar.sampling;
-      if (!ar.has_seed) g.sampling.seed = RandomU64();
-      g.max_tokens = ar.max_tokens;
-      if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
-                                           : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults
-
-      ApiError rejection;
-      auto job = sched.Submit(std::move(g), &rejection);
-      if (!job.ok()) return reject(rejection);
-
-      auto x = std::make_shared<Exchange>();
-      x->kind = kind;
-      x->include_usage = ar.include_usage;
-      x->id = RandomId(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
-      x->model = m.id;
-      x->fingerprint = std::string("strata-") + kVersion;
-      x->created = UnixNow();
-      x->job = *job;
-      x->scheduler = &sched;
-      auto release = [x](bool success) {
-        if (!success) x->scheduler->Cancel(x->job);
-      };
-
-      if (ar.stream) {
-        res.set_header("Cache-Control", "no-cache");
-        res.set_header("X-Accel-Buffering", "no");
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [x](size_t, httplib::DataSink& sink) {
-              auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
-              auto gone = [&] {
-                x->scheduler->Cancel(x->job);
-                return false;
-              };
-              if (x->kind == ApiKind::kChat && !write(Event(x->Chunk("", nullptr, /*role=*/true)))) return gone();
-              while (true) {
-                JobUpdate u;
-                if (!x->job->Wait(kKeepAlive, &u)) {
-                  if (!write(": keep-alive\n\n")) return gone();
-                  continue;
-                }
-                if (!u.text.empty() && !write(Event(x->Chunk(u.text, nullptr, false)))) return gone();
-                if (!u.done) continue;
-                x->Absorb(u);
-                if (x->error) {
-                  write(Event(x->error->ToJson()));
-                } else {
-                  if (!write(Event(x->Chunk("", x->Reason(), false)))) return gone();
-                  if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
-                  if (!write("data: [DONE]\n\n")) return gone();
-                }
-                sink.done();
-                return true;
-              }
-            },
-            release);
-        return;
-      }
-
-      // Not streamed: a quick answer gets a normal response (with the right status on error)...
-      const auto deadline = Clock::now() + kQuickAnswer;
-      while (!x->done) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) break;
-        JobUpdate u;
-        if (x->job->Wait(left, &u)) x->Absorb(u);
-      }
-      if (x->done) {
-        if (x->error) return SendError(res, *x->error);
-        return SendJson(res, 200, x->Answer());
-      }
-      // ...a slow one starts a 200 response whose body begins with keep-alive
-      // whitespace (valid before a JSON value) until the answer is ready.
-      res.set_chunked_content_provider(
-          "application/json",
-          [x](size_t, httplib::DataSink& sink) {
-            auto last_write = Clock::now();
-            while (!x->done) {
-              JobUpdate u;
-              if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
-              if (x->done || Clock::now() - last_write < kKeepAlive) continue;
-              if (!sink.write(" ", 1)) {
-                x->scheduler->Cancel(x->job);
-                return false;
-              }
-              last_write = Clock::now();
-            }
-            const std::string body = x->error ? x->error->Body() : Dump(x->Answer());
-            if (!sink.write(body.data(), body.size())) return false;
-            sink.done();
-            return true;
-          },
-          release);
-    };
-  };
-  s.Post("/v1/chat/completions", generate(ApiKind::kChat));
-  s.Post("/chat/completions", generate(ApiKind::kChat));
-  s.Post("/v1/completions", generate(ApiKind::kCompletion));
-  s.Post("/completions", generate(ApiKind::kCompletion));
+  auto x = std::make_shared<Exchange>();
+  x->kind = kind;
+  x->include_usage = ar.include_usage;
+  x->id = RandomId(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
+  x->model = m.id;
+  x->fingerprint = std::string("strata-") + kVersion;
+  x->created = UnixNow();
+  x->job = *job;
+  x->scheduler = &sched;
+  if (ar.stream) return StreamAnswer(res, x);
+  AnswerWhenDone(res, x);
 }
 
 }  // namespace strata::serve

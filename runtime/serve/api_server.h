@@ -14,6 +14,7 @@
 // a failed write means the client left, and the job is cancelled.
 
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace strata::serve {
@@ -57,7 +60,21 @@ class ApiServer {
   void SetReady(const ServingModel* m);
 
  private:
+  // The routes, each a named handler below.
   void Routes();
+  void ConfigureHttp();
+  bool PreRoute(const httplib::Request& req, httplib::Response& res);
+  void OnHttpError(const httplib::Request& req, httplib::Response& res);
+  static void OnException(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep);
+  void HandlePage(const httplib::Request& req, httplib::Response& res);
+  void HandleHealth(const httplib::Request& req, httplib::Response& res);
+  void HandleModels(const httplib::Request& req, httplib::Response& res);
+  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
+  void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleChat(const httplib::Request& req, httplib::Response& res);
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res);
+  void HandleGenerate(ApiKind kind, const httplib::Request& req, httplib::Response& res);
   const ServingModel* ready() const { return ready_.load(std::memory_order_acquire); }
 
   ServeOptions options_;

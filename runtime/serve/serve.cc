@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "runtime/base/main_guard.h"
@@ -49,10 +51,128 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Binds the port and starts the HTTP thread (so /health can answer 503 while
+// the model loads), with the warnings an exposed server deserves.
+Status StartListening(ApiServer& api, const ServeOptions& o, std::thread* listener) {
+  STRATA_ASSIGN_OR_RETURN(int port, api.Bind());
+  const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+  std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), port,
+               o.load.pack.c_str());
+  if (!IsLoopback(o.host) && o.api_key.empty())
+    std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
+                 "address can use the model (--api-key)\n", o.host.c_str());
+  if (o.cors_origin == "*" && o.api_key.empty())
+    std::fprintf(stderr, "strata serve: WARNING: --cors-origin '*' without an API key: any web page a user of "
+                 "this machine opens can use the model\n");
+  *listener = std::thread([&api] { api.Listen(); });
+  return Status::Ok();
+}
+
+// What the server runs on: the loaded run (LoadRun), the tokenizer and the
+// chat template, checked now rather than at the first request.
+struct ServingParts {
+  LoadedRun loaded;
+  std::optional<tokenizer::Tokenizer> tok;
+  ChatTemplate tmpl;
+};
+
+Result<ServingParts> LoadForServing(const ServeOptions& o) {
+  ServingParts parts;
+  LoadOptions lo = o.load;
+  lo.fall_back_to_reference = true;
+  lo.who = "strata serve";
+  STRATA_ASSIGN_OR_RETURN(parts.loaded, LoadRun(lo));
+  const Pack& pack = *parts.loaded.pack;
+  STRATA_ASSIGN_OR_RETURN(auto vocab, VocabFromManifest(*pack.manifest().tokenizer(), pack.path()));
+  STRATA_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::Create(vocab));
+  parts.tok.emplace(std::move(tok));
+  auto tmpl = ChatTemplate::FromPack(parts.tok->vocab().chat_template);
+  if (!tmpl.ok())
+    return Unsupported("refusing to serve: " + tmpl.status().message() +
+                       " (the server renders chats with it; a model it cannot render would answer garbage)");
+  if (tmpl->fallback)
+    std::fprintf(stderr, "strata serve: the pack has no chat template; chats are rendered with ChatML\n");
+  parts.tmpl = *tmpl;
+  return parts;
+}
+
+SchedulerOptions SchedulerOptionsFor(const ServeOptions& o, int64_t n_ctx) {
+  SchedulerOptions so;
+  so.parallel = o.parallel;
+  so.n_ctx = n_ctx;
+  so.queue_limit = o.queue;
+  so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
+  so.delta_net = o.delta_net;
+  so.step_delay_ms = o.test_step_delay_ms;  // test hook: slow every step down
+  return so;
+}
+
+// The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
+// states, the workspace of the largest step, the expert tiers. A server that
+// would not fit refuses to start instead of failing under load.
+Result<std::unique_ptr<PlannedRun>> PlanServing(const ServeOptions& o, const LoadedRun& loaded,
+                                                const SchedulerOptions& so) {
+  RunMemoryOptions mo = o.memory;
+  mo.parallel = so.parallel;
+  mo.decode_copies = o.load.decode_copies != "native";  // the host expert tier follows --decode-copies
+  RunShape shape;
+  shape.n_ctx = so.n_ctx;
+  shape.batch = so.step_tokens;
+  shape.threads = loaded.backend->threads();
+  shape.recurrent_snapshots = true;
+  return PlanAndAllocate(loaded, mo, shape, o.plan_only, "strata serve");
+}
+
+ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Scheduler* scheduler) {
+  ServingModel sm;
+  sm.id = std::filesystem::path(o.load.pack).stem().string();
+  sm.model = parts.loaded.model.get();
+  sm.tok = &*parts.tok;
+  sm.chat_template = parts.tmpl;
+  sm.scheduler = scheduler;
+  sm.pack_bytes = parts.loaded.pack->file_size();
+  sm.backend = parts.loaded.backend->name();
+  sm.created = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch()).count();
+  return sm;
+}
+
+// After the first signal: stop accepting, let running requests finish within
+// the grace period (a second signal cancels them), then say what was served.
+void DrainAndReport(Scheduler& scheduler, const ServeOptions& o, const RunMemory& memory,
+                    const std::function<void()>& stop_http) {
+  scheduler.StopAccepting();
+  const SchedulerMetrics m = scheduler.Metrics();
+  std::fprintf(stderr, "strata serve: stopping: new requests get 503; %d running get up to %.0f s to finish (a "
+               "second signal cancels them now), %d queued are refused\n", m.requests_processing,
+               o.shutdown_grace_ms / 1000.0, m.requests_deferred);
+  std::atomic<bool> drained{false};
+  std::thread drainer([&] {
+    scheduler.Drain(o.shutdown_grace_ms);
+    drained.store(true);
+  });
+  while (!drained.load()) {
+    if (g_signals.load() > 1) scheduler.CancelAll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  drainer.join();
+  stop_http();
+  if (memory.experts) std::fprintf(stderr, "strata serve: %s\n", memory.experts->StatsLine().c_str());
+  const SchedulerMetrics end = scheduler.Metrics();
+  std::fprintf(stderr, "strata serve: stopped: %llu requests served, %llu cancelled, %llu refused; %llu prompt "
+               "tokens run, %llu reused, %llu generated\n",
+               static_cast<unsigned long long>(end.requests_finished_total),
+               static_cast<unsigned long long>(end.requests_cancelled_total),
+               static_cast<unsigned long long>(end.requests_rejected_total),
+               static_cast<unsigned long long>(end.prompt_tokens_total),
+               static_cast<unsigned long long>(end.prompt_tokens_reused_total),
+               static_cast<unsigned long long>(end.tokens_predicted_total));
+}
+
 }  // namespace
 
 int Serve(const ServeOptions& options) {
-  ServeOptions o = options;
+  const ServeOptions& o = options;
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
 #ifdef SIGPIPE
@@ -61,23 +181,6 @@ int Serve(const ServeOptions& options) {
 
   ApiServer api(o);
   std::thread listener;
-  if (!o.plan_only) {  // --plan: nothing is served, no port is taken
-    auto port = api.Bind();
-    if (!port.ok()) {
-      std::fprintf(stderr, "strata-run: error: %s\n", port.status().message().c_str());
-      return kExitError;
-    }
-    const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-    std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), *port,
-                 o.load.pack.c_str());
-    if (!IsLoopback(o.host) && o.api_key.empty())
-      std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
-                   "address can use the model (--api-key)\n", o.host.c_str());
-    if (o.cors_origin == "*" && o.api_key.empty())
-      std::fprintf(stderr, "strata serve: WARNING: --cors-origin '*' without an API key: any web page a user of "
-                   "this machine opens can use the model\n");
-    listener = std::thread([&api] { api.Listen(); });
-  }
   auto stop_http = [&] {
     if (!listener.joinable()) return;
     api.Stop();
@@ -88,118 +191,52 @@ int Serve(const ServeOptions& options) {
     stop_http();
     return ExitCode(s);
   };
-  auto stopped_early = [&] {
-    std::fprintf(stderr, "strata serve: stopped before the model was ready\n");
-    stop_http();
-    return kExitOk;
-  };
+  if (!o.plan_only) {  // --plan: nothing is served, no port is taken
+    Status listening = StartListening(api, o, &listener);
+    if (!listening.ok()) return fail(listening);
+  }
 
   // Test hook: hold the loading phase open so tests can see /health answer 503.
   for (int ms = o.test_load_delay_ms; ms > 0 && g_signals.load() == 0; ms -= 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 
   const auto t_load = std::chrono::steady_clock::now();
-  LoadOptions lo = o.load;
-  lo.fall_back_to_reference = true;
-  lo.who = "strata serve";
-  auto loaded = LoadRun(lo);
-  if (!loaded.ok()) return fail(loaded.status());
-  const std::unique_ptr<Pack>& pack = loaded->pack;
-  Model* model = loaded->model.get();
-  CpuBackend* backend = loaded->backend.get();
-  auto vocab = VocabFromManifest(*pack->manifest().tokenizer(), pack->path());
-  if (!vocab.ok()) return fail(vocab.status());
-  auto tok = tokenizer::Tokenizer::Create(*vocab);
-  if (!tok.ok()) return fail(tok.status());
-  // The template is checked now, not at the first chat request.
-  auto tmpl = ChatTemplate::FromPack(tok->vocab().chat_template);
-  if (!tmpl.ok())
-    return fail(Unsupported("refusing to serve: " + tmpl.status().message() +
-                            " (the server renders chats with it; a model it cannot render would answer garbage)"));
-  if (tmpl->fallback)
-    std::fprintf(stderr, "strata serve: the pack has no chat template; chats are rendered with ChatML\n");
-
-  const HParams& hp = model->hp();
-  SchedulerOptions so;
-  so.parallel = o.parallel;
-  so.n_ctx = loaded->n_ctx;
-  so.queue_limit = o.queue;
-  so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
-  so.delta_net = o.delta_net;
-  so.step_delay_ms = o.test_step_delay_ms;  // test hook: slow every step down
-  // The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
-  // states, the workspace of the largest step, the expert tiers. A server that
-  // would not fit refuses to start instead of failing under load.
-  RunMemoryOptions mo = o.memory;
-  mo.parallel = so.parallel;
-  mo.decode_copies = o.load.decode_copies != "native";  // the host expert tier follows --decode-copies
-  RunShape shape;
-  shape.n_ctx = so.n_ctx;
-  shape.batch = so.step_tokens;
-  shape.threads = backend->threads();
-  shape.recurrent_snapshots = true;
-  auto planned = PlanAndAllocate(*loaded, mo, shape, o.plan_only, "strata serve");
+  auto parts = LoadForServing(o);
+  if (!parts.ok()) return fail(parts.status());
+  const LoadedRun& loaded = parts->loaded;
+  SchedulerOptions so = SchedulerOptionsFor(o, loaded.n_ctx);
+  auto planned = PlanServing(o, loaded, so);
   if (!planned.ok()) return fail(planned.status());
   if (o.plan_only) {
     std::printf("%s", FormatPlan((*planned)->setup.plan).c_str());
     return (*planned)->setup.plan.Fits() ? kExitOk : kExitError;
   }
-  RunMemory* memory = &*(*planned)->memory;
-  so.memory = memory;
+  const RunMemory& memory = *(*planned)->memory;
+  so.memory = &*(*planned)->memory;
+  const HParams& hp = loaded.model->hp();
   std::fprintf(stderr, "strata serve: %d slots x %lld positions: %s of KV cache and recurrent state with snapshots "
                "(%s per slot)\n", so.parallel, static_cast<long long>(so.n_ctx),
                HumanBytes(Scheduler::PlannedBytes(hp, so)).c_str(),
                HumanBytes(Scheduler::PlannedBytes(hp, so) / static_cast<uint64_t>(so.parallel)).c_str());
-  auto scheduler = Scheduler::Create(*model, *backend, *tok, so);
+  auto scheduler = Scheduler::Create(*loaded.model, *loaded.backend, *parts->tok, so);
   if (!scheduler.ok()) return fail(scheduler.status());
-  if (g_signals.load() > 0) return stopped_early();
+  if (g_signals.load() > 0) {
+    std::fprintf(stderr, "strata serve: stopped before the model was ready\n");
+    stop_http();
+    return kExitOk;
+  }
   (*scheduler)->Start();
 
-  ServingModel sm;
-  sm.id = std::filesystem::path(o.load.pack).stem().string();
-  sm.model = model;
-  sm.tok = &*tok;
-  sm.chat_template = *tmpl;
-  sm.scheduler = scheduler->get();
-  sm.pack_bytes = pack->file_size();
-  sm.backend = backend->name();
-  sm.created = std::chrono::duration_cast<std::chrono::seconds>(
-                   std::chrono::system_clock::now().time_since_epoch()).count();
+  const ServingModel sm = Describe(o, *parts, scheduler->get());
   api.SetReady(&sm);
   std::fprintf(stderr, "strata serve: ready in %.2f s: model %s (%s), %d slots, context %lld per slot, %s backend, "
                "%d threads, queue %d, %s\n", SecondsSince(t_load), sm.id.c_str(),
-               std::string(ArchName(model->arch())).c_str(), so.parallel, static_cast<long long>(so.n_ctx),
-               backend->name().c_str(), backend->threads(), so.queue_limit,
+               std::string(ArchName(loaded.model->arch())).c_str(), so.parallel, static_cast<long long>(so.n_ctx),
+               sm.backend.c_str(), loaded.backend->threads(), so.queue_limit,
                o.api_key.empty() ? "no API key" : "API key required");
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-
-  (*scheduler)->StopAccepting();
-  const SchedulerMetrics m = (*scheduler)->Metrics();
-  std::fprintf(stderr, "strata serve: stopping: new requests get 503; %d running get up to %.0f s to finish (a "
-               "second signal cancels them now), %d queued are refused\n", m.requests_processing,
-               o.shutdown_grace_ms / 1000.0, m.requests_deferred);
-  std::atomic<bool> drained{false};
-  std::thread drainer([&] {
-    (*scheduler)->Drain(o.shutdown_grace_ms);
-    drained.store(true);
-  });
-  while (!drained.load()) {
-    if (g_signals.load() > 1) (*scheduler)->CancelAll();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  drainer.join();
-  stop_http();
-  if (memory->experts) std::fprintf(stderr, "strata serve: %s\n", memory->experts->StatsLine().c_str());
-  const SchedulerMetrics end = (*scheduler)->Metrics();
-  std::fprintf(stderr, "strata serve: stopped: %llu requests served, %llu cancelled, %llu refused; %llu prompt "
-               "tokens run, %llu reused, %llu generated\n",
-               static_cast<unsigned long long>(end.requests_finished_total),
-               static_cast<unsigned long long>(end.requests_cancelled_total),
-               static_cast<unsigned long long>(end.requests_rejected_total),
-               static_cast<unsigned long long>(end.prompt_tokens_total),
-               static_cast<unsigned long long>(end.prompt_tokens_reused_total),
-               static_cast<unsigned long long>(end.tokens_predicted_total));
+  DrainAndReport(**scheduler, o, memory, stop_http);
   return kExitOk;
 }
 
