@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
@@ -237,6 +238,41 @@ TEST(Backend, RefusesAStateOrWorkspaceOfAnotherBackendAndAnUnboundModel) {
   s = Forward(model, sim, *st_s, ids, {}, &logits);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("Bind"));
+}
+
+TEST(SimBackend, ThePlanCountsItsCopyOfTheWeightsAndARunFitsIt) {
+  auto m = testing::MakeSyntheticPack(Arch::kQwen3Moe, testing::ScratchDir("sim_plan"), "m", 3);
+  ASSERT_TRUE(m.ok());
+  const Model& model = *m->model;
+  auto sim = MakeSimBackend(model, Engine(false));
+  ASSERT_TRUE(sim.ok());
+  std::unique_ptr<CpuBackend> cpu = Engine(false);
+  RunMemoryOptions mo;
+  mo.ram_budget = 1ull << 30;
+  RunShape shape{64, 8, 2, false, 0};
+  auto with_copy = PlanRun(*m->pack, model, **sim, mo, shape);
+  auto without = PlanRun(*m->pack, model, *cpu, mo, shape);
+  ASSERT_TRUE(with_copy.ok() && without.ok());
+  auto copy_line = [](const MemoryPlan& p) -> const PlanLine* {
+    for (const PlanLine& l : p.lines)
+      if (l.item == "weights: the backend's own copy") return &l;
+    return nullptr;
+  };
+  ASSERT_NE(copy_line(with_copy->plan), nullptr);
+  EXPECT_EQ(copy_line(with_copy->plan)->bytes, (*sim)->transfers().weight_bytes);
+  EXPECT_EQ(copy_line(without->plan), nullptr);
+  EXPECT_EQ(with_copy->plan.Heap(), without->plan.Heap() + (*sim)->transfers().weight_bytes);
+  // The planned workspace and states are the sim's: a planned run works.
+  auto mem = AllocateRun(model, **sim, *with_copy);
+  ASSERT_TRUE(mem.ok()) << mem.status().message();
+  ASSERT_EQ(mem->states.size(), 1u);
+  EXPECT_EQ(mem->states[0].backend(), sim->get());
+  ForwardOptions fo;
+  fo.workspace = &mem->workspace;
+  std::vector<float> logits;
+  const std::vector<int32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(Forward(model, **sim, mem->states[0], ids, fo, &logits).ok());
+  EXPECT_EQ(mem->workspace.mark(), 0u);
 }
 
 TEST(Backend, RunsOnePassAtATime) {

@@ -176,6 +176,10 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
   const uint64_t overhead = pack.file_size() > tensor_bytes ? pack.file_size() - tensor_bytes : 0;
   add("pack: header, manifest, padding", PlanPool::kMapped, overhead, false,
       "read at open (tokenizer, tensor table); not touched afterwards");
+  if (const uint64_t copy = backend.ResidentWeightBytes(model))
+    add("weights: the backend's own copy", PlanPool::kHeap, copy, true,
+        StrFormat("the %s backend keeps every tensor in its own memory (multiplied on: %s; docs/backends.md)",
+                  backend.name().c_str(), std::string(PlacementName(backend.WeightPlacement())).c_str()));
 
   // --- heap
   const uint64_t per_seq = SequenceState::BytesFor(hp, in.n_ctx);

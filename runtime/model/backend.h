@@ -36,6 +36,7 @@
 #include "runtime/arch/arch_spec.h"
 #include "runtime/kernels/attention.h"
 #include "runtime/model/backend_buffer.h"
+#include "runtime/model/kernel_coverage.h"
 #include "runtime/model/model.h"
 #include "runtime/model/pass.h"
 #include "runtime/model/sequence_state.h"
@@ -70,6 +71,11 @@ class Backend {
   // weight_bytes, where the backend cannot read host memory). Call once, at
   // load, before the first pass of that model.
   virtual Status Bind(const Model& model) = 0;
+  // Where this backend keeps the weights it multiplies (the memory plan and
+  // the decode-copy choice read it), and the bytes of its own copy of a
+  // model's weights (0 when it reads the host mapping).
+  virtual Placement WeightPlacement() const { return Placement::kCpu; }
+  virtual uint64_t ResidentWeightBytes(const Model& /*model*/) const { return 0; }
 
   // --- run state ------------------------------------------------------------
   // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.

@@ -131,7 +131,14 @@ Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendK
     STRATA_ASSIGN_OR_RETURN(isa, SelectIsa());
   }
   if (kind == BackendKind::kReference && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;
-  return model.UseDecodeCopies(p, isa);
+  // Keyed by placement: each tensor asks the kernels of where it runs. Every
+  // backend of this build places its weights on the CPU (sim's copy is
+  // multiplied by CPU kernels too); a GPU backend will place the tensors it
+  // holds on its device, and its kernels answer for them.
+  const Placement placement = Placement::kCpu;
+  return model.UseDecodeCopies(p, [placement, isa](const TensorView& t) {
+    return KernelSupportAt(placement, t.type, isa) == KernelSupport::kFast;
+  });
 }
 
 }  // namespace strata

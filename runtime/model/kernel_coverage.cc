@@ -37,6 +37,10 @@ Result<Placement> ParsePlacement(std::string_view name) {
 
 bool PlacementBuilt(Placement p) { return p == Placement::kCpu; }
 
+KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa) {
+  return p == Placement::kCpu ? CpuKernelSupport(type, isa) : KernelSupport::kNone;
+}
+
 std::string_view KernelSupportName(KernelSupport s) {
   switch (s) {
     case KernelSupport::kNone: return "none";

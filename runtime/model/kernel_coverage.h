@@ -47,6 +47,9 @@ std::string_view KernelSupportName(KernelSupport s);  // "none", "slow", "fast"
 
 // What the CPU backend has for `type` at `isa` in this build.
 KernelSupport CpuKernelSupport(GgmlType type, IsaLevel isa = kBaselineServingIsa);
+// What a placement's backend has for `type` (the CPU's at `isa`; kNone where
+// this build has no backend for the placement).
+KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa = kBaselineServingIsa);
 
 // True for tensors the forward pass multiplies with a kernel (MatMul): every
 // matrix except the token embedding, which is only looked up by row unless

@@ -74,11 +74,16 @@ Result<Model> Model::FromTensors(Arch arch, const HParams& hp, std::span<const T
 }
 
 size_t Model::UseDecodeCopies(DecodeCopyPolicy policy, IsaLevel isa) {
+  return UseDecodeCopies(policy,
+                         [isa](const TensorView& t) { return CpuKernelSupport(t.type, isa) == KernelSupport::kFast; });
+}
+
+size_t Model::UseDecodeCopies(DecodeCopyPolicy policy, const FastKernelWherePlaced& fast) {
   if (policy == DecodeCopyPolicy::kNative) return 0;
   size_t switched = 0;
   auto choose = [&](const TensorView*& slot) {
     if (!slot || slot->decode_copy < 0 || static_cast<size_t>(slot->decode_copy) >= tensors_.size()) return;
-    if (policy == DecodeCopyPolicy::kAuto && CpuKernelSupport(slot->type, isa) == KernelSupport::kFast) return;
+    if (policy == DecodeCopyPolicy::kAuto && fast(*slot)) return;
     slot = &tensors_[static_cast<size_t>(slot->decode_copy)];
     ++switched;
   };

@@ -3,6 +3,7 @@
 // Holds views into the pack (which must outlive it); owns no weights.
 
 #include <array>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,11 @@ WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert);
 // CPU kernel at the level the backend runs, else the native bytes; kNative
 // always the native bytes; kCopies always the copy.
 enum class DecodeCopyPolicy : uint8_t { kAuto = 0, kNative = 1, kCopies = 2 };
+
+// Whether the kernels where `t` is placed (Backend::WeightPlacement,
+// kernel_coverage.h) have a fast path for its type: the decode-copy choice
+// asks the kernels of the tensor's placement, not the CPU's alone.
+using FastKernelWherePlaced = std::function<bool(const TensorView& t)>;
 std::string_view DecodeCopyPolicyName(DecodeCopyPolicy p);  // "auto", "native", "copies"
 Result<DecodeCopyPolicy> ParseDecodeCopyPolicy(std::string_view name);
 
@@ -56,10 +62,13 @@ class Model {
   const TensorView* Get(int32_t layer, TensorRole role) const {
     return layers_[static_cast<size_t>(layer)][static_cast<size_t>(role)];
   }
-  // Points Get() at decode copies as `policy` says, for a backend running
-  // kernels of level `isa` (so every reader of Get, the forward pass, the
+  // Points Get() at decode copies as `policy` says: kAuto takes a tensor's
+  // copy when `fast` says the kernels where it is placed have no fast path
+  // for its own type (so every reader of Get, the forward pass, the
   // backend's notes and DecodeBytesPerToken, sees the bytes that run).
   // Call once, before running. Returns how many tensors now read their copy.
+  size_t UseDecodeCopies(DecodeCopyPolicy policy, const FastKernelWherePlaced& fast);
+  // Every tensor on the host, multiplied by CPU kernels of level `isa`.
   size_t UseDecodeCopies(DecodeCopyPolicy policy, IsaLevel isa);
   // The output head: output.weight, or the token embedding when tied.
   const TensorView& OutputHead() const { return Get(TensorRole::kOutput) ? *Get(TensorRole::kOutput) : *Get(TensorRole::kTokenEmbd); }

@@ -49,10 +49,16 @@ void SimBackend::FreeHost(uint8_t* p, uint64_t /*bytes*/) {
     }
 }
 
+uint64_t SimBackend::ResidentWeightBytes(const Model& model) const {
+  uint64_t total = 0;
+  for (const TensorView& t : model.tensors())
+    total += (t.data.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  return total;
+}
+
 Status SimBackend::Bind(const Model& model) {
   std::span<const TensorView> tensors = model.tensors();
-  uint64_t total = 0;
-  for (const TensorView& t : tensors) total += (t.data.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  const uint64_t total = ResidentWeightBytes(model);
   STRATA_ASSIGN_OR_RETURN(GuardedMemory w, GuardedMemory::Allocate(total, "the sim backend's copy of the weights"));
   std::vector<TensorView> resident(tensors.begin(), tensors.end());
   uint64_t at = 0;

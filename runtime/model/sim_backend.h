@@ -43,6 +43,8 @@ class SimBackend : public CpuBackend {
   // Copies every tensor of `model` into its own memory (read-only inside ops,
   // inaccessible outside), counted as TransferCounts::weight_bytes.
   Status Bind(const Model& model) override;
+  // Its weights are its own copy (multiplied by the CPU's kernels: placement cpu).
+  uint64_t ResidentWeightBytes(const Model& model) const override;
   // Refuses a pass of a model it does not hold (Bind first).
   Status BeginPass(const PassDesc& pass) override;
 
