@@ -134,7 +134,7 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
     go.ignore_eog = true;
     go.sampling.temperature = 0;
     go.batch = o.batch;
-    go.delta_net = *ParseDeltaNetMode(o.delta_net);  // checked by RunOptions::Validate
+    go.delta_net = o.delta_net_mode;
     go.feed_last = true;
     t_start = backend.transfers();
     bool prompt_done = false;
@@ -210,7 +210,7 @@ int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& to
     go.sampling = o.sampling;
     go.stop_strings = tmpl->StopStrings();
     go.batch = o.batch;
-    go.delta_net = *ParseDeltaNetMode(o.delta_net);
+    go.delta_net = o.delta_net_mode;
     auto r = g.Generate(ids, go, {[](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); }, {}, {}});
     if (!r.ok()) return Fail(r.status());
     std::printf("\n");
@@ -230,7 +230,7 @@ int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& to
     if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
     std::vector<float> unused;
     ForwardOptions fo;
-    fo.delta_net = *ParseDeltaNetMode(o.delta_net);
+    fo.delta_net = o.delta_net_mode;
     fo.workspace = rc.workspace;
     fo.experts = rc.experts;
     fo.observer = rc.observer;
@@ -247,7 +247,7 @@ LoadOptions LoadOptionsFrom(const RunOptions& o) {
   lo.verify = o.verify;
   lo.threads = o.threads;
   lo.decode_copies = o.decode_copies;
-  lo.backend = o.reference ? BackendKind::kReference : *ParseBackendKind(o.backend);  // checked by Validate
+  lo.backend = o.backend_kind;
   lo.n_ctx = o.n_ctx;
   return lo;
 }
@@ -273,7 +273,7 @@ int Serve(const RunOptions& o) {
   so.max_body = o.max_body;
   so.sampling = o.sampling;
   so.max_tokens = o.n_predict;
-  so.delta_net = *ParseDeltaNetMode(o.delta_net);
+  so.delta_net = o.delta_net_mode;
   so.test_load_delay_ms = o.test_load_delay_ms;
   so.test_step_delay_ms = o.test_step_delay_ms;
   return serve::Serve(so);
@@ -404,7 +404,7 @@ int Main(int argc, char** argv) {
   go.sampling = o.sampling;
   go.stop_strings = o.stop;
   go.batch = o.batch;
-  go.delta_net = *ParseDeltaNetMode(o.delta_net);
+  go.delta_net = o.delta_net_mode;
   go.prompt_logits = logits_out.has_value();
   go.feed_last = logits_out.has_value();
   GenerateCallbacks cb;

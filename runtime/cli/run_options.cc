@@ -75,16 +75,18 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   AddMemoryFlags(app, o.memory);
 }
 
-Status RunOptions::Validate() const {
+Status RunOptions::Validate() {
   if (n_predict < -1) return InvalidArgument(StrFormat("-n %d: expected -1 (no limit) or a count >= 0", n_predict));
   if (n_ctx < 0) return InvalidArgument("-c must be > 0");
   if (threads < 0 || threads > 1024) return InvalidArgument(StrFormat("-t %d: expected 1..1024", threads));
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
-  STRATA_RETURN_IF_ERROR(ParseDeltaNetMode(delta_net).status());
+  STRATA_ASSIGN_OR_RETURN(delta_net_mode, ParseDeltaNetMode(delta_net));
   if (backend != "cpu" && backend != "reference" && backend != "sim")
     return InvalidArgument("--backend '" + Printable(backend) +
                            "': expected cpu, reference or sim (this build has no GPU backend)");
+  STRATA_ASSIGN_OR_RETURN(backend_kind, ParseBackendKind(backend));
+  if (reference) backend_kind = BackendKind::kReference;
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
         !logits_out.empty())

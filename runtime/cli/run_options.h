@@ -9,6 +9,8 @@
 
 #include "runtime/base/status.h"
 #include "runtime/cli/memory_flags.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/model/pass.h"
 #include "runtime/model/sampler.h"
 
 namespace strata {
@@ -51,7 +53,10 @@ struct RunOptions {
   size_t max_body = 16u << 20;
   MemoryFlags memory;  // the memory plan and the expert tiers (memory_flags.h)
 
-  Status Validate() const;
+  // Checks every option and fills the parsed forms below.
+  Status Validate();
+  DeltaNetMode delta_net_mode = DeltaNetMode::kSequential;  // from delta_net
+  BackendKind backend_kind = BackendKind::kFast;             // from backend and reference
 };
 
 void AddRunOptions(CLI::App& app, RunOptions& o);
