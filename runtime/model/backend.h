@@ -91,7 +91,9 @@ class Backend {
 
   // --- the ops of a pass, in the order forward.cc calls them -----------------
   // A backend runs one pass at a time (a second BeginPass before EndPass is
-  // refused); the ops of a pass come from one thread.
+  // refused), and is used from one thread at a time: its memory calls and
+  // the ops of a pass must not overlap with calls from another thread (the
+  // scheduler makes every state before its thread starts running passes).
   // Starts a pass: takes the activations from the pass's workspace, uploads
   // the token ids and gathers their embeddings into kX. After it succeeds,
   // the caller ends the pass with EndPass.

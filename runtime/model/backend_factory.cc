@@ -124,6 +124,19 @@ Result<std::unique_ptr<CpuBackend>> MakeBackend(const Model& model, BackendKind 
   return b;
 }
 
+namespace {
+// Where a backend of `kind` keeps its weights (Backend::WeightPlacement): the
+// CPU for every kind this build has.
+Placement WeightPlacementOf(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::kReference:
+    case BackendKind::kFast:
+    case BackendKind::kSim: return Placement::kCpu;
+  }
+  return Placement::kCpu;
+}
+}  // namespace
+
 Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendKind kind) {
   STRATA_ASSIGN_OR_RETURN(DecodeCopyPolicy p, ParseDecodeCopyPolicy(policy));
   IsaLevel isa = IsaLevel::kScalar;
@@ -135,7 +148,7 @@ Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendK
   // backend of this build places its weights on the CPU (sim's copy is
   // multiplied by CPU kernels too); a GPU backend will place the tensors it
   // holds on its device, and its kernels answer for them.
-  const Placement placement = Placement::kCpu;
+  const Placement placement = WeightPlacementOf(kind);
   return model.UseDecodeCopies(p, [placement, isa](const TensorView& t) {
     return KernelSupportAt(placement, t.type, isa) == KernelSupport::kFast;
   });
