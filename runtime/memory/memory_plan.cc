@@ -198,7 +198,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
         StrFormat("%d seq x one copy of the recurrent state, so a prompt that shares a prefix resumes from it",
                   in.parallel));
   const PassShape shape{T, in.n_ctx, in.threads};
-  add("forward workspace", PlanPool::kHeap, ForwardWorkspaceBytes(model, shape), true,
+  add("forward workspace", PlanPool::kHeap, backend.WorkspaceBytes(model, shape), true,
       StrFormat("activations and scratch of a pass of %lld tokens, %lld keys, %d threads (ForwardWorkspaceBytes)",
                 static_cast<long long>(T), static_cast<long long>(in.n_ctx), in.threads));
   uint64_t act = 0;

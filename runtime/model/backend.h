@@ -81,7 +81,10 @@ class Backend {
   // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.
   // Errors: kResourceExhausted with the size.
   Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx);
-  // The pass scratch of `bytes` (ForwardWorkspaceBytes of the largest pass).
+  // The most workspace a pass of this shape takes on this backend (exact for
+  // the largest pass; the memory plan and ForwardBatch size workspaces with it).
+  virtual uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const = 0;
+  // The pass scratch of `bytes` (WorkspaceBytes of the largest pass).
   virtual Result<Workspace> CreateWorkspace(uint64_t bytes, std::string_view what) = 0;
   // Zeroes a state's recurrent part (convolution windows, delta-rule matrices).
   virtual Status ClearRecurrent(SequenceState& state) = 0;
@@ -159,6 +162,8 @@ class CpuBackend : public Backend {
   Status Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
   Status Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
   Status Bind(const Model& model) override;
+  // ForwardWorkspaceBytes (forward.h): the sum of the CPU ops' takes.
+  uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const override;
   Result<Workspace> CreateWorkspace(uint64_t bytes, std::string_view what) override;
   Status ClearRecurrent(SequenceState& state) override;
   Status CopyRecurrent(const SequenceState& from, SequenceState& to) override;

@@ -145,6 +145,10 @@ const TensorView* CpuBackend::W(const TensorView* t) const {
   return &resident_[static_cast<size_t>(t - bound_begin_)];
 }
 
+uint64_t CpuBackend::WorkspaceBytes(const Model& model, const PassShape& shape) const {
+  return ForwardWorkspaceBytes(model, shape);
+}
+
 Result<Workspace> CpuBackend::CreateWorkspace(uint64_t bytes, std::string_view what) {
   STRATA_ASSIGN_OR_RETURN(BackendBuffer buf, Allocate(bytes, what));
   uint8_t* base = HostData(buf);

@@ -95,7 +95,7 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
 
   // Scratch: the caller's workspace, or one for this pass alone.
   const PassShape shape{d.n, d.max_keys, backend.threads()};
-  const uint64_t need = ForwardWorkspaceBytes(model, shape);
+  const uint64_t need = backend.WorkspaceBytes(model, shape);
   Workspace own;
   Workspace* ws = options.workspace;
   if (!ws) {

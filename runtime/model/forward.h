@@ -16,9 +16,10 @@
 
 namespace strata {
 
-// The most workspace a pass of this shape takes (exact for the largest pass:
-// the sum of its Takes, stage by stage, as the CPU backend's ops take them:
-// cpu_backend.cc and delta_net.cc).
+// The most workspace a pass of this shape takes on the CPU backends (exact
+// for the largest pass: the sum of its Takes, stage by stage, as the CPU
+// backend's ops take them: cpu_backend.cc and delta_net.cc). Other backends
+// state their own: Backend::WorkspaceBytes.
 uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape);
 
 // Runs `tokens` at positions state.n_past .. state.n_past + n - 1, appends

@@ -6,7 +6,7 @@
 // pool thread can meet a failed allocation (it could only throw, and that
 // ends the process).
 //
-// A PassShape bounds a pass. ForwardWorkspaceBytes(model, shape) (forward.h)
+// A PassShape bounds a pass. Backend::WorkspaceBytes(model, shape) (the CPU's: ForwardWorkspaceBytes, forward.h)
 // is what a pass of that shape takes at most, computed next to the code that
 // takes the memory; a pass that would take more than its workspace holds is
 // refused with kInternal before it changes any state.
