@@ -15,7 +15,7 @@ for bin in "$BUILD_DIR"/tests/*_fuzz; do
   src="$BUILD_DIR/fuzz-corpus/$name"
   [[ -d "$src" ]] || continue
   small=$(mktemp -d)
-  find "$src" -type f -size -"$((MAX_BYTES + 1))"c -exec cp {} "$small/" \;
+  find "$src/" -type f -size -"$((MAX_BYTES + 1))"c -exec cp {} "$small/" \;
   mkdir -p "tests/fuzz/corpus/$name"
   before=$(ls "tests/fuzz/corpus/$name" | wc -l)
   "$bin" -merge=1 -max_len="$MAX_BYTES" -timeout=60 "tests/fuzz/corpus/$name" "$small" >/dev/null 2>&1
