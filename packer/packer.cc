@@ -286,7 +286,7 @@ Result<WrittenTables> WriteTensors(PackWriter& w, flatbuffers::FlatBufferBuilder
 // Step 5c: the manifest: provenance, fixes, hyperparameters, tokenizer,
 // tensors and blobs, probe and profile.
 Status BuildManifest(flatbuffers::FlatBufferBuilder& b, const gguf::GgufModel& model, const PackOptions& options,
-                     PackResult& r, const std::optional<ProbeData>& probe, const WrittenTables& written) {
+                     const PackResult& r, const std::optional<ProbeData>& probe, const WrittenTables& written) {
   const std::vector<flatbuffers::Offset<fb::Blob>>& blobs = written.blobs;
   const std::vector<flatbuffers::Offset<fb::Tensor>>& tensors = written.tensors;
   std::vector<flatbuffers::Offset<fb::SourceFile>> sources;

@@ -82,10 +82,11 @@ Status RunOptions::Validate() {
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
   STRATA_ASSIGN_OR_RETURN(delta_net_mode, ParseDeltaNetMode(delta_net));
-  if (backend != "cpu" && backend != "reference" && backend != "sim")
+  auto kind = ParseBackendKind(backend);
+  if (!kind.ok())
     return InvalidArgument("--backend '" + Printable(backend) +
                            "': expected cpu, reference or sim (this build has no GPU backend)");
-  STRATA_ASSIGN_OR_RETURN(backend_kind, ParseBackendKind(backend));
+  backend_kind = *kind;
   if (reference) backend_kind = BackendKind::kReference;
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||

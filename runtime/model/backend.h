@@ -181,10 +181,10 @@ class CpuBackend : public Backend {
   // For the ops (cpu_backend.cc, delta_net.cc): host addresses of backend
   // memory, and the weights as this backend holds them.
   uint8_t* HostData(const BackendBuffer& b) const;
-  float* StateK(SequenceState& s, int32_t il) const;
-  float* StateV(SequenceState& s, int32_t il) const;
-  float* StateConv(SequenceState& s, int32_t il) const;
-  float* StateSsm(SequenceState& s, int32_t il) const;
+  float* StateK(const SequenceState& s, int32_t il) const;
+  float* StateV(const SequenceState& s, int32_t il) const;
+  float* StateConv(const SequenceState& s, int32_t il) const;
+  float* StateSsm(const SequenceState& s, int32_t il) const;
   // The resident copy of a tensor of the bound model (the tensor itself when
   // the backend reads host weights, or for tensors of another model).
   const TensorView* W(const TensorView* t) const;

@@ -45,8 +45,8 @@ void BackendBuffer::Reset() {
 Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx) {
   SequenceState st;
   st.n_ctx = n_ctx;
-  st.layers = SequenceState::Layout(hp, n_ctx);
-  const uint64_t bytes = SequenceState::BytesFor(hp, n_ctx);
+  uint64_t bytes = 0;
+  st.layers = SequenceState::Layout(hp, n_ctx, &bytes);
   auto buf = Allocate(bytes, StrFormat("the sequence state (%lld positions)", static_cast<long long>(n_ctx)));
   if (!buf.ok())
     return ResourceExhausted(StrFormat("cannot allocate the sequence state: %s for %lld positions (%s)",
@@ -161,16 +161,16 @@ float* PartPtr(uint8_t* base, const SequenceState::Part& p) {
 }
 }  // namespace
 
-float* CpuBackend::StateK(SequenceState& s, int32_t il) const {
+float* CpuBackend::StateK(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].k);
 }
-float* CpuBackend::StateV(SequenceState& s, int32_t il) const {
+float* CpuBackend::StateV(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].v);
 }
-float* CpuBackend::StateConv(SequenceState& s, int32_t il) const {
+float* CpuBackend::StateConv(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].conv);
 }
-float* CpuBackend::StateSsm(SequenceState& s, int32_t il) const {
+float* CpuBackend::StateSsm(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].ssm);
 }
 
@@ -188,14 +188,14 @@ Status CpuBackend::ClearRecurrent(SequenceState& s) {
 Status CpuBackend::CopyRecurrent(const SequenceState& from, SequenceState& to) {
   if (!HostData(from.storage) || !HostData(to.storage)) return Internal("CopyRecurrent: a state of another backend");
   if (from.layers.size() != to.layers.size()) return Internal("CopyRecurrent: states of different models");
-  SequenceState& src = const_cast<SequenceState&>(from);  // read only
   OpScope scope(*this);
   for (size_t il = 0; il < to.layers.size(); ++il) {
     const int32_t l = static_cast<int32_t>(il);
-    if (src.layers[il].conv.floats != to.layers[il].conv.floats || src.layers[il].ssm.floats != to.layers[il].ssm.floats)
+    if (from.layers[il].conv.floats != to.layers[il].conv.floats ||
+        from.layers[il].ssm.floats != to.layers[il].ssm.floats)
       return Internal("CopyRecurrent: states of different models");
-    if (float* c = StateConv(to, l)) std::copy_n(StateConv(src, l), to.layers[il].conv.floats, c);
-    if (float* m = StateSsm(to, l)) std::copy_n(StateSsm(src, l), to.layers[il].ssm.floats, m);
+    if (float* c = StateConv(to, l)) std::copy_n(StateConv(from, l), to.layers[il].conv.floats, c);
+    if (float* m = StateSsm(to, l)) std::copy_n(StateSsm(from, l), to.layers[il].ssm.floats, m);
   }
   return Status::Ok();
 }

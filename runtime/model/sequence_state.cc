@@ -1,19 +1,18 @@
 #include "runtime/model/sequence_state.h"
 
-#include <algorithm>
-
 #include "runtime/base/checked_alloc.h"
 #include "runtime/model/backend.h"
 
 namespace strata {
 
-std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64_t n_ctx) {
+std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64_t n_ctx, uint64_t* bytes) {
   constexpr uint64_t kAlignFloats = kBufferAlignment / sizeof(float);
   std::vector<Layer> layers(hp.n_layer);
-  uint64_t at = 0;
+  uint64_t at = 0, end = 0;  // in floats: the next part's offset, the end of the last nonempty part
   auto place = [&](Part& p, uint64_t floats) {
     p.offset = at;
     p.floats = floats;
+    if (floats) end = at + floats;
     at += (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
   };
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -27,15 +26,14 @@ std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64
       place(l.v, static_cast<uint64_t>(n_ctx) * hp.n_head_kv * hp.head_dim_v);
     }
   }
+  if (bytes) *bytes = end * sizeof(float);
   return layers;
 }
 
 uint64_t SequenceState::BytesFor(const HParams& hp, int64_t n_ctx) {
-  uint64_t end = 0;
-  for (const Layer& l : Layout(hp, n_ctx))
-    for (const Part* p : {&l.k, &l.v, &l.conv, &l.ssm})
-      if (p->floats) end = std::max(end, (p->offset + p->floats) * sizeof(float));
-  return end;
+  uint64_t bytes = 0;
+  Layout(hp, n_ctx, &bytes);
+  return bytes;
 }
 
 Result<SequenceState> SequenceState::Create(Backend& backend, const HParams& hp, int64_t n_ctx) {

@@ -42,8 +42,9 @@ struct SequenceState {
   static uint64_t BytesFor(const HParams& hp, int64_t n_ctx);
   // The part of BytesFor that does not grow with the context (recurrent state).
   static uint64_t RecurrentBytesFor(const HParams& hp) { return BytesFor(hp, 0); }
-  // The layout for n_ctx positions (offsets as BytesFor counts them).
-  static std::vector<Layer> Layout(const HParams& hp, int64_t n_ctx);
+  // The layout for n_ctx positions; `bytes` (if given): the end of its last
+  // part, which is BytesFor.
+  static std::vector<Layer> Layout(const HParams& hp, int64_t n_ctx, uint64_t* bytes = nullptr);
   // Allocates for `n_ctx` positions on `backend` (Backend::CreateState).
   static Result<SequenceState> Create(Backend& backend, const HParams& hp, int64_t n_ctx);
   // Forgets all positions and zeroes the recurrent state (keeps the memory).
