@@ -143,5 +143,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return strata::GuardedMain("strata-pack", [&] { return Main(argc, argv); });
+  return strata::GuardedMain("strata-pack", argc, argv, Main);
 }

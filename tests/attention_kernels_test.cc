@@ -5,9 +5,8 @@
 // scores[n) or o[d), and o is accumulated into, not overwritten.
 
 #include "runtime/kernels/attention.h"
+#include "runtime/base/platform.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -106,13 +105,13 @@ TEST(AttentionKernels, MixAccumulatesWeightedRowsIntoO) {
 // cache's first row are placed against inaccessible pages (an out-of-bounds
 // read, masked tails included, is a SIGSEGV), for every tail of d.
 TEST(AttentionKernels, ReadNothingOutsideTheirRows) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t page = static_cast<size_t>(PageBytes());
   const size_t bytes = 64 * page;
-  auto* base = static_cast<uint8_t*>(
-      mmap(nullptr, bytes + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(base, MAP_FAILED);
-  ASSERT_EQ(mprotect(base, page, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(base + page + bytes, page, PROT_NONE), 0);
+  auto region = GuardedMemory::Allocate(bytes + 2 * page, "attention guard region");
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  uint8_t* base = region->data();
+  ASSERT_TRUE(region->SetAccess(GuardedMemory::Access::kNone, 0, page).ok());
+  ASSERT_TRUE(region->SetAccess(GuardedMemory::Access::kNone, page + bytes, page).ok());
   float* lo = static_cast<float*>(static_cast<void*>(base + page));         // right after the leading guard
   float* hi = static_cast<float*>(static_cast<void*>(base + page + bytes));  // the trailing guard
   std::mt19937_64 rng(14);
@@ -142,7 +141,6 @@ TEST(AttentionKernels, ReadNothingOutsideTheirRows) {
       }
     }
   }
-  munmap(base, bytes + 2 * page);
 }
 
 // The SIMD levels agree with the scalar reference (what --reference runs) as

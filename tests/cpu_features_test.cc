@@ -1,4 +1,5 @@
 #include "runtime/kernels/cpu_features.h"
+#include "runtime/base/platform.h"
 
 #include <gtest/gtest.h>
 
@@ -90,11 +91,11 @@ TEST(CpuFeatures, ForceIsaAndEnvironment) {
   ASSERT_TRUE(ForceIsa(IsaLevel::kScalar).ok());
   EXPECT_EQ(*SelectIsa(), IsaLevel::kScalar);
   ASSERT_TRUE(ForceIsa(std::nullopt).ok());
-  ASSERT_EQ(setenv("STRATA_ISA", "scalar", 1), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", "scalar"));
   EXPECT_EQ(*SelectIsa(), IsaLevel::kScalar);
-  ASSERT_EQ(setenv("STRATA_ISA", "bogus", 1), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", "bogus"));
   EXPECT_FALSE(SelectIsa().ok());
-  ASSERT_EQ(unsetenv("STRATA_ISA"), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", nullptr));
   EXPECT_EQ(*SelectIsa(), BestIsa());
   // Forcing a level above the host's best fails and changes nothing.
   if (BestIsa() != IsaLevel::kAvx512) {

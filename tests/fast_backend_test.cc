@@ -23,6 +23,7 @@
 
 #include "runtime/kernels/vec_dot.h"
 #include "tests/testing/kernel_check.h"
+#include "runtime/base/platform.h"
 
 namespace strata {
 namespace {
@@ -181,13 +182,13 @@ TEST(FastBackendDeathTest, UnsupportedWeightTypeStopsInsteadOfReturningNumbers) 
 }
 
 TEST(FastBackend, CreateHonoursTheEnvironment) {
-  ASSERT_EQ(setenv("STRATA_ISA", "scalar", 1), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", "scalar"));
   Result<std::unique_ptr<FastBackend>> b = FastBackend::Create({});
   ASSERT_TRUE(b.ok());
   EXPECT_EQ((*b)->isa(), IsaLevel::kScalar);
-  ASSERT_EQ(setenv("STRATA_ISA", "neon", 1), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", "neon"));
   EXPECT_FALSE(FastBackend::Create({}).ok());
-  ASSERT_EQ(unsetenv("STRATA_ISA"), 0);
+  ASSERT_TRUE(strata::SetEnvVar("STRATA_ISA", nullptr));
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "tests/testing/run_command.h"
 #include "tests/testing/synthetic_pack.h"
 #include "tests/testing/test_data.h"
+#include "runtime/base/platform.h"
 
 namespace strata {
 namespace {
@@ -81,9 +82,9 @@ TEST_P(FaultSweep, EveryCallAtEverySiteFailsCleanly) {
     for (int skip = 0; skip < 400; ++skip) {
       std::filesystem::remove_all(dir + "/out");
       std::filesystem::create_directories(dir + "/out");
-      ::setenv("STRATA_FAULT", (std::string(site.env) + ":" + std::to_string(skip)).c_str(), 1);
+      ASSERT_TRUE(strata::SetEnvVar("STRATA_FAULT", (std::string(site.env) + ":" + std::to_string(skip)).c_str()));
       auto r = testing::RunProgram("strata-run", args);
-      ::unsetenv("STRATA_FAULT");
+      ASSERT_TRUE(strata::SetEnvVar("STRATA_FAULT", nullptr));
       const std::string where = std::string(site.env) + " call " + std::to_string(skip);
       EXPECT_THAT(r.err, ::testing::Not(HasSubstr("Sanitizer"))) << where << "\n" << r.err;
       EXPECT_THAT(r.err, ::testing::Not(HasSubstr("runtime error"))) << where << "\n" << r.err;

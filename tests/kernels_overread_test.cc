@@ -5,8 +5,6 @@
 // all), and every kernel at every ISA level, the scalar reference and
 // FastBackend::MatMul run on them. An out-of-bounds read is a SIGSEGV.
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +17,7 @@
 #include "runtime/kernels/vec_dot.h"
 #include "runtime/model/fast_backend.h"
 #include "tests/testing/kernel_check.h"
+#include "runtime/base/platform.h"
 
 namespace strata {
 namespace {
@@ -27,15 +26,15 @@ namespace {
 class GuardedRegion {
  public:
   explicit GuardedRegion(size_t bytes) {
-    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    page_ = static_cast<size_t>(PageBytes());
     size_ = (bytes + page_ - 1) / page_ * page_;
-    void* p = mmap(nullptr, size_ + 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    base_ = static_cast<uint8_t*>(p);
-    EXPECT_EQ(mprotect(base_, page_, PROT_NONE), 0);
-    EXPECT_EQ(mprotect(base_ + page_ + size_, page_, PROT_NONE), 0);
+    auto m = GuardedMemory::Allocate(size_ + 2 * page_, "overread guard region");
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (m.ok()) memory_ = std::move(*m);
+    base_ = memory_.data();
+    EXPECT_TRUE(memory_.SetAccess(GuardedMemory::Access::kNone, 0, page_).ok());
+    EXPECT_TRUE(memory_.SetAccess(GuardedMemory::Access::kNone, page_ + size_, page_).ok());
   }
-  ~GuardedRegion() { munmap(base_, size_ + 2 * page_); }
   GuardedRegion(const GuardedRegion&) = delete;
   GuardedRegion& operator=(const GuardedRegion&) = delete;
 
@@ -43,6 +42,7 @@ class GuardedRegion {
   uint8_t* end() { return base_ + page_ + size_; }
 
  private:
+  GuardedMemory memory_;
   uint8_t* base_ = nullptr;
   size_t page_ = 0, size_ = 0;
 };

@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <signal.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -317,7 +316,7 @@ TEST_F(ServeHttpTest, CorsHeadersOnlyWhenAsked) {
   auto plain = Client().Get("/health", {{"Origin", "http://example.test"}});
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->has_header("Access-Control-Allow-Origin"));
-  server_.Signal(SIGTERM);
+  server_.Terminate();
   ASSERT_EQ(server_.WaitExit(kLongMs), 0);
 
   ServerProcess cors;
@@ -464,7 +463,7 @@ TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) 
     if (r) body = r->body;
   });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));
-  server_.Signal(SIGTERM);
+  server_.Terminate();
   ASSERT_TRUE(server_.WaitForLog("strata serve: stopping"));
   auto late = Post("/v1/completions", R"({"prompt":"late","max_tokens":1})");
   if (late) {
@@ -487,9 +486,9 @@ TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
     if (r) body = r->body;
   });
   ASSERT_TRUE(WaitMetric("requests_processing", 1));
-  server_.Signal(SIGINT);
+  server_.Interrupt();
   ASSERT_TRUE(server_.WaitForLog("strata serve: stopping"));
-  server_.Signal(SIGINT);
+  server_.Interrupt();
   EXPECT_EQ(server_.WaitExit(5000), 0) << server_.Log();  // 250 x 50 ms would be 12.5 s
   running.join();
   std::vector<std::string> ev = Events(body);

@@ -110,5 +110,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return strata::GuardedMain("strata-validate", [&] { return Main(argc, argv); });
+  return strata::GuardedMain("strata-validate", argc, argv, Main);
 }

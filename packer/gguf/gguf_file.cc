@@ -310,7 +310,7 @@ Result<ParsedGguf> ParseGguf(std::string_view name, std::span<const uint8_t> byt
   uint32_t version;
   STRATA_RETURN_IF_ERROR(r.Read(&version, "header version"));
   if (version != 2 && version != 3) {
-    uint32_t swapped = __builtin_bswap32(version);
+    const uint32_t swapped = (version >> 24) | ((version >> 8) & 0xFF00u) | ((version << 8) & 0xFF0000u) | (version << 24);
     if ((version & 0xFFFFu) == 0 && (swapped == 2 || swapped == 3))
       return r.Bad(4, "header version", "a little-endian GGUF v2 or v3",
                    StrFormat("version %u byte-swapped: a big-endian GGUF, which Strata does not read", swapped));

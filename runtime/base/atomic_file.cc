@@ -8,13 +8,7 @@
 #include "runtime/base/fault_injection.h"
 #include "runtime/base/strings.h"
 
-#ifdef _WIN32
-#include <io.h>
-#include <process.h>
-#include <windows.h>
-#else
-#include <unistd.h>
-#endif
+#include "runtime/base/platform.h"
 
 namespace strata {
 
@@ -48,7 +42,7 @@ void AtomicFileWriter::Abandon() {
     file_ = nullptr;
   }
   if (!temp_path_.empty()) {
-    std::remove(temp_path_.c_str());
+    RemoveFile(temp_path_);
     temp_path_.clear();
   }
 }
@@ -56,17 +50,12 @@ void AtomicFileWriter::Abandon() {
 Result<AtomicFileWriter> AtomicFileWriter::Create(const std::string& final_path) {
   AtomicFileWriter w;
   w.final_path_ = final_path;
-#ifdef _WIN32
-  int pid = _getpid();
-#else
-  int pid = static_cast<int>(getpid());
-#endif
-  w.temp_path_ = StrFormat("%s.tmp-%d", final_path.c_str(), pid);
+  w.temp_path_ = StrFormat("%s.tmp-%d", final_path.c_str(), ProcessId());
   if (ShouldInjectFault(FaultSite::kFileOpen)) {
     w.temp_path_.clear();
     return IoError(final_path + ": cannot create the output file (injected fault)");
   }
-  w.file_ = std::fopen(w.temp_path_.c_str(), "wb");
+  w.file_ = OpenFile(w.temp_path_, "wb");
   if (!w.file_) {
     int e = errno;
     std::string tmp = w.temp_path_;
@@ -94,18 +83,9 @@ Status AtomicFileWriter::WriteAt(uint64_t offset, std::span<const uint8_t> bytes
   if (offset + bytes.size() > position_) return Internal("AtomicFileWriter::WriteAt past the end written so far");
   if (ShouldInjectFault(FaultSite::kFileWrite))
     return IoError(StrFormat("%s: write of %zu bytes failed (injected fault)", temp_path_.c_str(), bytes.size()));
-#ifdef _WIN32
-  bool seek_ok = _fseeki64(file_, static_cast<long long>(offset), SEEK_SET) == 0;
-#else
-  bool seek_ok = fseeko(file_, static_cast<off_t>(offset), SEEK_SET) == 0;
-#endif
-  bool ok = seek_ok && std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size();
+  bool ok = SeekFile(file_, offset, false) && std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size();
   int e = errno;
-#ifdef _WIN32
-  ok = _fseeki64(file_, 0, SEEK_END) == 0 && ok;
-#else
-  ok = fseeko(file_, 0, SEEK_END) == 0 && ok;
-#endif
+  ok = SeekFile(file_, 0, true) && ok;
   if (!ok)
     return IoError(StrFormat("%s: write of %zu bytes at offset %llu failed: %s", temp_path_.c_str(), bytes.size(),
                              static_cast<unsigned long long>(offset), std::strerror(e)));
@@ -128,27 +108,17 @@ Status AtomicFileWriter::Commit() {
     int e = errno;
     return IoError(StrFormat("%s: flush failed: %s", temp_path_.c_str(), std::strerror(e)));
   }
-#ifdef _WIN32
-  _commit(_fileno(file_));
-#else
-  if (fsync(fileno(file_)) != 0) {
+  if (!SyncFile(file_)) {
     int e = errno;
-    return IoError(StrFormat("%s: fsync failed: %s", temp_path_.c_str(), std::strerror(e)));
+    return IoError(StrFormat("%s: flushing to disk failed: %s", temp_path_.c_str(), std::strerror(e)));
   }
-#endif
   std::fclose(file_);
   file_ = nullptr;
   if (ShouldInjectFault(FaultSite::kFileRename))
     return IoError(StrFormat("cannot rename %s to %s (injected fault)", temp_path_.c_str(), final_path_.c_str()));
-#ifdef _WIN32
-  bool ok = MoveFileExA(temp_path_.c_str(), final_path_.c_str(), MOVEFILE_REPLACE_EXISTING) != 0;
-  int e = ok ? 0 : static_cast<int>(GetLastError());
-#else
-  bool ok = std::rename(temp_path_.c_str(), final_path_.c_str()) == 0;
-  int e = errno;
-#endif
-  if (!ok)
-    return IoError(StrFormat("cannot rename %s to %s: %s", temp_path_.c_str(), final_path_.c_str(), std::strerror(e)));
+  std::string why;
+  if (!RenameReplacing(temp_path_, final_path_, &why))
+    return IoError(StrFormat("cannot rename %s to %s: %s", temp_path_.c_str(), final_path_.c_str(), why.c_str()));
   temp_path_.clear();
   return Status::Ok();
 }

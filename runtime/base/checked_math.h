@@ -5,15 +5,17 @@
 #include <cstdint>
 #include <limits>
 
+#include "runtime/base/compiler.h"
+
 namespace strata {
 
 template <typename T>
 [[nodiscard]] inline bool CheckedAdd(T a, T b, T* out) {
-  return !__builtin_add_overflow(a, b, out);
+  return !compiler::AddOverflows(a, b, out);
 }
 template <typename T>
 [[nodiscard]] inline bool CheckedMul(T a, T b, T* out) {
-  return !__builtin_mul_overflow(a, b, out);
+  return !compiler::MulOverflows(a, b, out);
 }
 // Rounds x up to a multiple of `align` (a power of two). False on overflow.
 [[nodiscard]] inline bool CheckedAlignUp(uint64_t x, uint64_t align, uint64_t* out) {

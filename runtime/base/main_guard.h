@@ -14,6 +14,8 @@ inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitUnsupported = 3;  // the build or the input asks for something not there
 inline constexpr int kExitInternal = 70;    // a bug in Strata
 
-int GuardedMain(const char* program, const std::function<int()>& body);
+// Runs body(argc, argv) with the command line as UTF-8 (on Windows it is
+// rebuilt from the UTF-16 one) after the console is set up for UTF-8.
+int GuardedMain(const char* program, int argc, char** argv, const std::function<int(int, char**)>& body);
 
 }  // namespace strata

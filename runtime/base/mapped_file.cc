@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/base/fault_injection.h"
+#include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 
 #ifdef _WIN32
@@ -64,21 +65,28 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
   MappedFile f;
   f.path_ = path;
   if (ShouldInjectFault(FaultSite::kFileOpen)) return IoError(path + ": cannot open (injected fault)");
-  HANDLE h = CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
-                         FILE_ATTRIBUTE_NORMAL, nullptr);
+  // UTF-16 path: any folder name works. Others may read and rename the
+  // file while it is mapped, as on POSIX.
+  HANDLE h = CreateFileW(WidePath(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
+                         OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (h == INVALID_HANDLE_VALUE) {
     DWORD e = GetLastError();
     if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND) return NotFound(path + ": no such file");
     return IoError(StrFormat("%s: cannot open (Windows error %lu)", path.c_str(), e));
   }
   f.file_handle_ = h;
+  if (GetFileType(h) != FILE_TYPE_DISK) return IoError(path + ": not a regular file");
+  BY_HANDLE_FILE_INFORMATION info;
+  if (GetFileInformationByHandle(h, &info) && (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+    return IoError(path + ": not a regular file");
   LARGE_INTEGER sz;
   if (!GetFileSizeEx(h, &sz)) return IoError(path + ": cannot read the file size");
   f.size_ = static_cast<uint64_t>(sz.QuadPart);
   if (f.size_ == 0) return f;
   if (ShouldInjectFault(FaultSite::kFileMap))
     return ResourceExhausted(StrFormat("%s: cannot map %s (injected fault)", path.c_str(), HumanBytes(f.size_).c_str()));
-  f.map_handle_ = CreateFileMappingA(h, nullptr, PAGE_READONLY, 0, 0, nullptr);
+  // Sizes 0, 0: the whole file, however large (64-bit sizes, files past 4 GiB).
+  f.map_handle_ = CreateFileMappingW(h, nullptr, PAGE_READONLY, 0, 0, nullptr);
   if (!f.map_handle_)
     return ResourceExhausted(StrFormat("%s: CreateFileMapping of %s failed (Windows error %lu)", path.c_str(),
                                        HumanBytes(f.size_).c_str(), GetLastError()));
@@ -93,13 +101,13 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 void MappedFile::AdviseSequential() const {}
 
 bool FileExists(const std::string& path) {
-  DWORD a = GetFileAttributesA(path.c_str());
+  DWORD a = GetFileAttributesW(WidePath(path).c_str());
   return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
 }
 
 Result<uint64_t> FileSize(const std::string& path) {
   WIN32_FILE_ATTRIBUTE_DATA d;
-  if (!GetFileAttributesExA(path.c_str(), GetFileExInfoStandard, &d)) return NotFound(path + ": no such file");
+  if (!GetFileAttributesExW(WidePath(path).c_str(), GetFileExInfoStandard, &d)) return NotFound(path + ": no such file");
   return (static_cast<uint64_t>(d.nFileSizeHigh) << 32) | d.nFileSizeLow;
 }
 

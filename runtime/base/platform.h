@@ -2,7 +2,11 @@
 // Small platform queries (the platform layer: no OS calls elsewhere).
 
 #include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/base/status.h"
 
@@ -13,8 +17,65 @@ bool IsTerminal(int fd);
 // Physical memory of the machine and memory available now, in bytes (0 if unknown).
 uint64_t TotalMemoryBytes();
 uint64_t AvailableMemoryBytes();
-// Logical CPUs this process may use.
+// Logical CPUs this process may use (its affinity; on Windows across every
+// processor group the process may run in).
 int CpuCount();
+// The OS's memory page, in bytes.
+uint64_t PageBytes();
+// This process's id.
+int ProcessId();
+// The running program's own path (UTF-8); empty if the OS does not say.
+std::string ExecutablePath();
+// Sets (value != nullptr) or removes an environment variable of this process.
+bool SetEnvVar(const char* name, const char* value);
+
+// The command line as UTF-8 strings. POSIX: argv as given. Windows: the
+// process's UTF-16 command line, converted (argv there is in the ANSI code
+// page, which cannot hold most non-English paths).
+std::vector<std::string> Utf8Arguments(int argc, char** argv);
+// Console set-up at program start: on Windows, UTF-8 console output.
+void SetUpConsole();
+// Calls `on_stop` (async-signal-safe work only) on SIGINT/SIGTERM, or on
+// Windows on Ctrl+C, Ctrl+Break and the console window closing; a client
+// that hangs up (SIGPIPE) no longer ends the process.
+void InstallStopHandler(void (*on_stop)(int));
+
+// Files by UTF-8 path: the UTF-16 APIs on Windows, so any path works.
+std::FILE* OpenFile(const std::string& path, const char* mode);
+// Renames `from` to `to`, replacing `to`. On failure returns false and says why.
+bool RenameReplacing(const std::string& from, const std::string& to, std::string* why);
+// Removes a file; false if it was not there or could not go.
+bool RemoveFile(const std::string& path);
+// Flushes a file's data to the disk (fsync / _commit). False on failure.
+bool SyncFile(std::FILE* f);
+// Seeks within a file past 2 GiB.
+bool SeekFile(std::FILE* f, uint64_t offset, bool from_end);
+
+// A file holding given bytes that the file APIs open by path, gone with the
+// object: on Linux an anonymous memory file (/proc/self/fd/N, no disk I/O),
+// elsewhere a file in the temporary folder. For fuzz targets and tests.
+class ScratchFile {
+ public:
+  ScratchFile() = default;
+  ~ScratchFile();
+  ScratchFile(ScratchFile&& o) noexcept : path_(std::move(o.path_)), fd_(o.fd_) { o.fd_ = -1; o.path_.clear(); }
+  ScratchFile& operator=(ScratchFile&&) = delete;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  // Errors: kIoError with the OS's reason.
+  static Result<ScratchFile> Create(std::span<const uint8_t> bytes);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+#ifdef _WIN32
+// UTF-8 <-> UTF-16 for the Windows APIs (invalid input converts to U+FFFD).
+std::wstring WidePath(std::string_view utf8);
+std::string NarrowPath(std::wstring_view wide);
+#endif
 
 // Anonymous pages whose access the owner switches off and on (the sim
 // backend's memory: a touch while it is off faults). Zeroed when made,
@@ -34,6 +95,8 @@ class GuardedMemory {
   static Result<GuardedMemory> Allocate(uint64_t bytes, std::string_view what);
   // Errors: kInternal with the OS's reason.
   Status SetAccess(Access access);
+  // The same for whole pages [offset, offset + bytes) (page-aligned offset).
+  Status SetAccess(Access access, uint64_t offset, uint64_t bytes);
   uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
 

@@ -5,10 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/base/compiler.h"
+
 namespace strata {
 
 // printf-style formatting into a std::string.
-std::string StrFormat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string StrFormat(const char* fmt, ...) STRATA_PRINTF_FORMAT(1, 2);
 // "1.23 GiB", "512 B"
 std::string HumanBytes(uint64_t bytes);
 // A string safe to print: non-printable bytes as \xNN, cut to max_len with "...".

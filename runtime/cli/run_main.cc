@@ -443,5 +443,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return strata::GuardedMain("strata-run", [&] { return Main(argc, argv); });
+  return strata::GuardedMain("strata-run", argc, argv, Main);
 }

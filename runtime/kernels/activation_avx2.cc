@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -136,7 +137,7 @@ void QuantizeRowQ8_KAvx2(const float* x, void* dst, int64_t k) {
     for (int j = 0; j < 256; j += 8) {
       const int mask = _mm256_movemask_ps(_mm256_cmp_ps(Abs(_mm256_loadu_ps(x + j)), target, _CMP_EQ_OQ));
       if (mask != 0) {
-        max = x[j + __builtin_ctz(static_cast<unsigned>(mask))];
+        max = x[j + std::countr_zero(static_cast<unsigned>(mask))];
         break;
       }
     }

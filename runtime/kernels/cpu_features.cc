@@ -7,32 +7,15 @@
 
 #include "runtime/base/strings.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define STRATA_X86 1
-#endif
+#include "runtime/base/compiler.h"
 
 namespace strata {
 namespace {
 
 #if defined(STRATA_X86)
-struct CpuidRegs {
-  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
-};
-
-CpuidRegs Cpuid(uint32_t leaf, uint32_t subleaf) {
-  CpuidRegs r;
-  if (!__get_cpuid_count(leaf, subleaf, &r.eax, &r.ebx, &r.ecx, &r.edx)) return CpuidRegs{};
-  return r;
-}
-
-// XGETBV(0): which register states the OS saves on a context switch.
-// REQUIRES: CPUID.1:ECX.OSXSAVE (otherwise the instruction faults).
-uint64_t Xcr0() {
-  uint32_t eax = 0, edx = 0;
-  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
-  return (static_cast<uint64_t>(edx) << 32) | eax;
-}
+using compiler::Cpuid;
+using compiler::CpuidRegs;
+using compiler::Xcr0;
 
 bool Bit(uint32_t reg, int bit) { return ((reg >> bit) & 1u) != 0; }
 #endif

@@ -30,8 +30,7 @@
 #include <type_traits>
 #include <utility>
 
-// Unrolls the next loop completely (bounds are template constants).
-#define STRATA_UNROLL _Pragma("GCC unroll 16")
+#include "runtime/base/compiler.h"  // STRATA_UNROLL
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define STRATA_KERNEL_VNNI 1

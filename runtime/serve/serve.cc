@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/base/main_guard.h"
+#include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/chat/chat_template.h"
 #include "runtime/memory/load_run.h"
@@ -173,11 +174,7 @@ void DrainAndReport(Scheduler& scheduler, const ServeOptions& o, const RunMemory
 
 int Serve(const ServeOptions& options) {
   const ServeOptions& o = options;
-  std::signal(SIGINT, OnStopSignal);
-  std::signal(SIGTERM, OnStopSignal);
-#ifdef SIGPIPE
-  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the server
-#endif
+  InstallStopHandler(OnStopSignal);
 
   ApiServer api(o);
   std::thread listener;

@@ -7,47 +7,22 @@
 // float-cast-overflow included: issue 12).
 
 #include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "packer/gguf/gguf_file.h"
+#include "runtime/base/platform.h"
 #include "packer/packer.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace {
 
-// The input as a file the model loader can open (it maps files by path).
-class MemFile {
- public:
-  MemFile(const uint8_t* data, size_t size) {
-    fd_ = memfd_create("gguf-fuzz", 0);
-    if (fd_ < 0) return;
-    size_t done = 0;
-    while (done < size) {
-      ssize_t n = write(fd_, data + done, size - done);
-      if (n <= 0) return;
-      done += static_cast<size_t>(n);
-    }
-    path_ = "/proc/self/fd/" + std::to_string(fd_);
-  }
-  ~MemFile() {
-    if (fd_ >= 0) close(fd_);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
-
 void PackDryRun(const uint8_t* data, size_t size) {
-  MemFile f(data, size);
-  if (f.path().empty()) return;
-  auto model = strata::gguf::GgufModel::Open(f.path());
+  auto f = strata::ScratchFile::Create({data, size});
+  if (!f.ok()) return;
+  auto model = strata::gguf::GgufModel::Open(f->path());
   if (!model.ok()) return;
   strata::PackOptions o;
   o.dry_run = true;

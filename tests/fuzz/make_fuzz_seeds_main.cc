@@ -179,5 +179,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return strata::GuardedMain("strata-make-fuzz-seeds", [&] { return Main(argc, argv); });
+  return strata::GuardedMain("strata-make-fuzz-seeds", argc, argv, Main);
 }

@@ -15,10 +15,16 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+#ifndef _WIN32
+// Optional in a target; PE/COFF has no undefined weak symbols, so on Windows
+// targets that need set-up do it on their first input (tokenizer_fuzz does).
 extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
+#endif
 
 int main(int argc, char** argv) {
+#ifndef _WIN32
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
+#endif
   std::vector<std::filesystem::path> inputs;
   for (int i = 1; i < argc; ++i) {
     std::filesystem::path p(argv[i]);

@@ -8,13 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/base/compiler.h"
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/utf8_stream.h"
 
 namespace {
 
 void Check(bool ok) {
-  if (!ok) __builtin_trap();
+  if (!ok) STRATA_TRAP();
 }
 
 }  // namespace

@@ -9,8 +9,6 @@
 // found next to an ancestor of this binary's directory). The first input byte
 // picks the vocabulary and the flags.
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -18,7 +16,9 @@
 
 #include "packer/gguf/gguf_file.h"
 #include "packer/tokenizer_import.h"
+#include "runtime/base/compiler.h"
 #include "runtime/base/mapped_file.h"
+#include "runtime/base/platform.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/unicode.h"
 
@@ -40,10 +40,8 @@ bool RoundTrips(const Tokenizer& t) {
 
 std::string FindDataDir() {
   if (const char* d = std::getenv("STRATA_DATA_DIR")) return d;
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "../shared/data";
-  std::string dir(exe, static_cast<size_t>(n));
+  std::string dir = strata::ExecutablePath();
+  if (dir.empty()) return "../shared/data";
   for (int up = 0; up < 8; ++up) {
     dir = dir.substr(0, dir.find_last_of('/'));
     if (dir.empty()) break;
@@ -124,10 +122,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<int32_t> ids = tok.Encode(text, add_special, parse_special);
   for (int32_t id : ids)
-    if (id < 0 || id >= tok.n_tokens()) __builtin_trap();
+    if (id < 0 || id >= tok.n_tokens()) STRATA_TRAP();
   std::string back = tok.Decode(ids, {.unparse_special = true, .keep_spaces = true});
   if (loaded.round_trips && !add_special && back != Sanitized(text))
-    __builtin_trap();
+    STRATA_TRAP();
   volatile size_t sink = back.size() + tok.Decode(ids).size();
   (void)sink;
   return 0;

@@ -101,5 +101,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return strata::GuardedMain("strata-make-gguf", [&] { return Main(argc, argv); });
+  return strata::GuardedMain("strata-make-gguf", argc, argv, Main);
 }

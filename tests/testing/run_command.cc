@@ -1,42 +1,34 @@
 #include "tests/testing/run_command.h"
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "tests/testing/child_process.h"
 #include "tests/testing/test_data.h"
 
 namespace strata::testing {
 namespace {
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
-  }
-  return q + "'";
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
-
 }  // namespace
 
 std::string ProgramPath(const std::string& program) {
   std::string bin = std::getenv("STRATA_BINARY_DIR") ? std::getenv("STRATA_BINARY_DIR") : STRATA_BINARY_DIR;
-  if (program == "strata-pack") return bin + "/packer/strata-pack";
-  if (program == "strata-validate") return bin + "/validate/strata-validate";
-  if (program == "strata-run") return bin + "/runtime/strata-run";
-  if (program == "strata-make-gguf") return bin + "/tests/strata-make-gguf";
-  return bin + "/" + program;
+#ifdef _WIN32
+  const std::string exe = ".exe";
+#else
+  const std::string exe;
+#endif
+  if (program == "strata-pack") return bin + "/packer/strata-pack" + exe;
+  if (program == "strata-validate") return bin + "/validate/strata-validate" + exe;
+  if (program == "strata-run") return bin + "/runtime/strata-run" + exe;
+  if (program == "strata-make-gguf") return bin + "/tests/strata-make-gguf" + exe;
+  return bin + "/" + program + exe;
 }
 
 CommandResult RunProgram(const std::string& program, const std::vector<std::string>& args,
@@ -48,12 +40,16 @@ CommandResult RunProgram(const std::string& program, const std::vector<std::stri
     std::ofstream in(in_path, std::ios::binary);
     in << stdin_text;
   }
-  std::string cmd = Quote(ProgramPath(program));
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " <" + Quote(in_path) + " >" + Quote(out_path) + " 2>" + Quote(err_path);
-  int rc = std::system(cmd.c_str());
+  std::vector<std::string> argv = {ProgramPath(program)};
+  argv.insert(argv.end(), args.begin(), args.end());
   CommandResult r;
-  r.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+  ChildProcess child;
+  std::string error;
+  if (!child.Start(argv, {}, in_path, out_path, err_path, &error)) {
+    r.err = error;
+    return r;
+  }
+  r.exit_code = child.Wait(24 * 3600 * 1000);
   r.out = Slurp(out_path);
   r.err = Slurp(err_path);
   return r;

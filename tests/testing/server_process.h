@@ -4,11 +4,11 @@
 // log), with its stderr captured to a file. The destructor kills a server a
 // test left running.
 
-#include <sys/types.h>
-
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tests/testing/child_process.h"
 
 namespace strata::testing {
 
@@ -29,28 +29,23 @@ class ServerProcess {
   bool WaitReady(int timeout_ms = 30000);
   // Waits until the log contains `text`.
   bool WaitForLog(const std::string& text, int timeout_ms = 30000) const;
-  // Sends a signal.
-  void Signal(int sig) const;
+  // A graceful stop (SIGTERM; Ctrl+Break on Windows) and an interrupt
+  // (SIGINT; Ctrl+Break again on Windows, where a process started in its own
+  // group receives no Ctrl+C).
+  void Terminate() const { child_.Terminate(); }
+  void Interrupt() const { child_.Interrupt(); }
   // Waits for the process to end; its exit code (128 + signal when killed),
   // or -1 on timeout.
   int WaitExit(int timeout_ms = 30000);
 
   int port() const { return port_; }
-  pid_t pid() const { return pid_; }
   std::string Log() const;
 
  private:
-  pid_t pid_ = -1;
+  mutable ChildProcess child_;
   int port_ = -1;
-  int exit_code_ = -1;
   std::string log_path_;
 };
 
-// Sends one HTTP/1.1 request over a raw socket to 127.0.0.1:port and returns
-// everything read until the server closes or `read_ms` passes (for tests of
-// what a client library would hide: chunking, keep-alives, disconnects).
-// With close_after_bytes > 0, the socket is closed as soon as that many
-// bytes arrived (a client that goes away).
-std::string RawHttp(int port, const std::string& request, int read_ms, size_t close_after_bytes = 0);
 
 }  // namespace strata::testing

@@ -1,11 +1,11 @@
 #include "tests/testing/test_data.h"
+#include "runtime/base/platform.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 namespace strata::testing {
 
@@ -33,7 +33,7 @@ void RemoveScratch() {
 
 std::string ScratchDir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path p = fs::path(STRATA_BINARY_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
+  fs::path p = fs::path(STRATA_BINARY_DIR) / "test-scratch" / (name + "-" + std::to_string(ProcessId()));
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
