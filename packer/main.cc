@@ -49,6 +49,9 @@ class ProgressBar {
 int Main(int argc, char** argv) {
   CLI::App app{"strata-pack: reads a GGUF model (one file or a split set), checks it against its architecture, "
                "normalizes it (every fix recorded) and writes one checksummed Strata pack."};
+  // The same options on every system: no /option forms on Windows (CLI11's
+  // default there), so a path such as /data/model.gguf stays a path.
+  app.allow_windows_style_options(false);
   app.set_version_flag("--version", std::string("strata-pack ") + kVersion);
   std::vector<std::string> inputs;
   PackOptions o;

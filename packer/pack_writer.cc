@@ -8,7 +8,7 @@
 namespace strata {
 
 PackWriter::~PackWriter() {
-  if (hash_) XXH3_freeState(hash_);
+  if (hash_) XXH3_freeState(static_cast<XXH3_state_t*>(hash_));
 }
 
 PackWriter::PackWriter(PackWriter&& o) noexcept
@@ -36,14 +36,14 @@ Status PackWriter::BeginBlob() {
   if (in_blob_) return Internal("PackWriter::BeginBlob inside a blob");
   // Invariant: between blobs the position is a multiple of the alignment.
   current_ = {writer_.position(), 0, 0};
-  XXH3_64bits_reset(hash_);
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(hash_));
   in_blob_ = true;
   return Status::Ok();
 }
 
 Status PackWriter::Append(std::span<const uint8_t> bytes) {
   if (!in_blob_) return Internal("PackWriter::Append outside a blob");
-  XXH3_64bits_update(hash_, bytes.data(), bytes.size());
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(hash_), bytes.data(), bytes.size());
   current_.size += bytes.size();
   return writer_.Write(bytes);
 }
@@ -51,7 +51,7 @@ Status PackWriter::Append(std::span<const uint8_t> bytes) {
 Result<BlobInfo> PackWriter::EndBlob() {
   if (!in_blob_) return Internal("PackWriter::EndBlob outside a blob");
   in_blob_ = false;
-  current_.xxh3 = XXH3_64bits_digest(hash_);
+  current_.xxh3 = XXH3_64bits_digest(static_cast<XXH3_state_t*>(hash_));
   // Zero padding: at least kBlobPadding bytes, up to the next aligned offset.
   uint64_t end = writer_.position() + pack::kBlobPadding;
   uint64_t next = (end + alignment_ - 1) / alignment_ * alignment_;

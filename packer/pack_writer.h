@@ -13,7 +13,6 @@
 #include "runtime/base/atomic_file.h"
 #include "runtime/base/status.h"
 
-struct XXH3_state_s;
 
 namespace strata {
 
@@ -48,7 +47,8 @@ class PackWriter {
  private:
   PackWriter() = default;
   AtomicFileWriter writer_;
-  XXH3_state_s* hash_ = nullptr;
+  // An XXH3_state_t (opaque here: xxhash.h may rename it, as XXH_INLINE_ALL does).
+  void* hash_ = nullptr;
   bool in_blob_ = false;
   BlobInfo current_;
   uint64_t region_offset_ = 0;

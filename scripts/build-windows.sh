@@ -145,6 +145,31 @@ if [[ "${STRATA_WINDOWS_TESTS:-1}" == "1" ]]; then
   if ((rc != 0)); then echo "build-windows: tests failed under Wine"; exit "$rc"; fi
 fi
 
+# --- The same pack from both systems ----------------------------------------
+# With STRATA_COMPARE_PACKS_WITH=LINUX_BUILD_DIR: both strata-packs pack the
+# same GGUFs (a synthetic qwen3moe and a qwen35moe, and the real stories260K
+# when the shared data has it); the packs must be byte-identical.
+if [[ -n "${STRATA_COMPARE_PACKS_WITH:-}" ]]; then
+  linux=$STRATA_COMPARE_PACKS_WITH
+  cmp_dir="$BUILD/pack-compare"
+  rm -rf "$cmp_dir" && mkdir -p "$cmp_dir"
+  "$linux/tests/strata-make-gguf" --arch qwen3moe --preset tiny --type Q4_K --seed 7 -o "$cmp_dir/q3.gguf" >/dev/null
+  "$linux/tests/strata-make-gguf" --arch qwen35moe --preset tiny --type Q8_0 --seed 8 -o "$cmp_dir/q35.gguf" >/dev/null
+  ggufs=("$cmp_dir/q3.gguf" "$cmp_dir/q35.gguf")
+  data=${STRATA_DATA_DIR:-../shared/data}
+  [[ -f "$data/models/stories260K.gguf" ]] && ggufs+=("$data/models/stories260K.gguf")
+  wineserver -p
+  for g in "${ggufs[@]}"; do
+    n=$(basename "$g" .gguf)
+    "$linux/packer/strata-pack" "$g" -o "$cmp_dir/$n.linux.strata" >/dev/null
+    wine "$BUILD/packer/strata-pack.exe" "$g" -o "$cmp_dir/$n.windows.strata" >/dev/null
+    cmp "$cmp_dir/$n.linux.strata" "$cmp_dir/$n.windows.strata" ||
+      { echo "build-windows: $n: the Linux and Windows packs differ"; exit 1; }
+    echo "build-windows: $n: Linux and Windows packs are byte-identical ($(stat -c %s "$cmp_dir/$n.linux.strata") bytes)"
+  done
+  wineserver -k || true
+fi
+
 # --- Release zip --------------------------------------------------------------
 version=$(sed -n 's/^project(strata VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 name="strata-$version-windows-x86_64"

@@ -4,7 +4,8 @@
 # shape, 3 layers, 8 experts, seeded random weights) written by the project's
 # own GGUF writer, with the real Qwen2 tokenizer when ../shared/data has it and
 # a built-in byte-level tokenizer otherwise. Random weights generate
-# gibberish: this shows the pipeline and its reports, not a language model.
+# gibberish: this shows the pipeline and its reports; step 5 then runs the
+# real stories260K model from ../shared/data when it is there.
 #   bash scripts/demo.sh            (after bash scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +36,15 @@ echo "== 3. validate the pack"
 
 echo "== 4. run it"
 "$BUILD/runtime/strata-run" "$OUT/default-qwen3moe.strata" -p "The quick brown fox" -n 32 --seed 42
+
+# A real model, when the shared data has it: Karpathy's stories260K (llama,
+# 260K parameters), so the pipeline ends on real generated text.
+STORIES="$DATA/models/stories260K.gguf"
+if [[ -f "$STORIES" ]]; then
+  echo "== 5. the same pipeline on a real model: stories260K"
+  "$BUILD/packer/strata-pack" "$STORIES" -o "$OUT/stories260K.strata"
+  "$BUILD/validate/strata-validate" "$OUT/stories260K.strata"
+  "$BUILD/runtime/strata-run" "$OUT/stories260K.strata" -p "Once upon a time" -n 48 --temp 0
+else
+  echo "== 5. skipped: $STORIES not found (the real-model step needs ../shared/data)"
+fi

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Sets up (Debian 12 packages) and runs every test, twice: an optimized GCC
-# build and a clang AddressSanitizer + UndefinedBehaviorSanitizer build,
-# warnings as errors. The sanitizer build also holds the libFuzzer targets,
-# and each runs a fixed number of executions (scripts/fuzz.sh).
+# Sets up (Debian 12 packages) and runs every test, three times: an optimized
+# GCC build, a clang AddressSanitizer + UndefinedBehaviorSanitizer build, and
+# a Windows x86-64 build (MinGW-w64) under Wine, warnings as errors. The
+# sanitizer build also holds the libFuzzer targets, and each runs a fixed
+# number of executions (scripts/fuzz.sh). Last, a Linux-built and a
+# Windows-built strata-pack must write byte-identical packs from one GGUF.
 #   STRATA_FUZZ_RUNS=120000 (default) executions per fuzz target; 0 skips fuzzing.
+#   STRATA_WINDOWS=0 skips the Windows build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_RUNS=${STRATA_FUZZ_RUNS:-120000}
@@ -30,5 +33,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 if [[ "$FUZZ_RUNS" != "0" ]]; then
   stamp "fuzz targets (libFuzzer + ASan + UBSan), ${FUZZ_RUNS} executions each"
   bash scripts/fuzz.sh build-ci/asan "$FUZZ_RUNS"
+fi
+if [[ "${STRATA_WINDOWS:-1}" != "0" ]]; then
+  stamp "Windows build (MinGW-w64) + tests under Wine + release zip (build-ci/windows)"
+  STRATA_WINDOWS_BUILD_DIR=build-ci/windows STRATA_COMPARE_PACKS_WITH=build-ci/release bash scripts/build-windows.sh
 fi
 stamp "all tests passed"

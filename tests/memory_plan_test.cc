@@ -20,6 +20,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -50,7 +51,12 @@ void Note(int64_t n) {
 void* Alloc(size_t n, size_t align, bool nothrow) {
   const size_t h = std::max<size_t>(align, 16);
   void* raw = nullptr;
+#ifdef _WIN32
+  raw = _aligned_malloc(n + h, std::max<size_t>(align, sizeof(void*)));
+  if (raw == nullptr) {
+#else
   if (posix_memalign(&raw, std::max<size_t>(align, sizeof(void*)), n + h) != 0) {
+#endif
     if (nothrow) return nullptr;
     throw std::bad_alloc();
   }
@@ -66,7 +72,11 @@ void Free(void* p) noexcept {
   char* user = static_cast<char*>(p);
   const size_t n = reinterpret_cast<size_t*>(user)[-1], h = reinterpret_cast<size_t*>(user)[-2];
   Note(-static_cast<int64_t>(n));
+#ifdef _WIN32
+  _aligned_free(user - h);
+#else
   std::free(user - h);
+#endif
 }
 }  // namespace
 

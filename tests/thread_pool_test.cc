@@ -69,7 +69,12 @@ TEST(ThreadPool, UsesMoreThanOneThread) {
     pool.RunTasks(8, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         ids[static_cast<size_t>(i)] = std::this_thread::get_id();
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        // Busy for 200 us: sleep_for may return at once where the timer is
+        // coarse (MinGW's sleep_for under 1 ms), and then one thread could
+        // take every task before another wakes.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+        while (std::chrono::steady_clock::now() < until) {
+        }
       }
     });
     int n = 1;

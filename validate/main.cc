@@ -49,6 +49,9 @@ int LintGguf(const std::vector<std::string>& inputs, bool json) {
 int Main(int argc, char** argv) {
   CLI::App app{"strata-validate: checks a Strata pack (structure, bounds, checksums, zero padding, architecture, "
                "tokenizer, kernel coverage), or lints a GGUF with --gguf."};
+  // The same options on every system: no /option forms on Windows (CLI11's
+  // default there), so a path such as /data/model.gguf stays a path.
+  app.allow_windows_style_options(false);
   app.set_version_flag("--version", std::string("strata-validate ") + kVersion);
   std::vector<std::string> inputs;
   bool json = false, gguf = false, no_checksums = false;

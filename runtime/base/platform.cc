@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <signal.h>
 #include <csignal>
 #endif
 
@@ -204,14 +205,39 @@ BOOL WINAPI OnConsoleEvent(DWORD event) {
 #endif
 }  // namespace
 
+#ifdef _WIN32
+std::wstring StopEventName(int pid) { return L"Local\\strata-stop-" + std::to_wstring(pid); }
+#endif
+
 void InstallStopHandler(void (*on_stop)(int)) {
   g_on_stop = on_stop;
 #ifdef _WIN32
   SetConsoleCtrlHandler(OnConsoleEvent, TRUE);
+  static HANDLE event = nullptr;
+  if (!event) {
+    event = CreateEventW(nullptr, FALSE, FALSE, StopEventName(ProcessId()).c_str());
+    if (event)
+      std::thread([] {
+        while (WaitForSingleObject(event, INFINITE) == WAIT_OBJECT_0)
+          if (g_on_stop) g_on_stop(0);
+      }).detach();
+  }
 #else
   std::signal(SIGINT, on_stop);
   std::signal(SIGTERM, on_stop);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the server
+#endif
+}
+
+bool RequestStop(int pid) {
+#ifdef _WIN32
+  HANDLE event = OpenEventW(EVENT_MODIFY_STATE, FALSE, StopEventName(pid).c_str());
+  if (!event) return false;
+  const bool ok = SetEvent(event) != 0;
+  CloseHandle(event);
+  return ok;
+#else
+  return ::kill(pid, SIGTERM) == 0;
 #endif
 }
 

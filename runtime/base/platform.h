@@ -36,9 +36,15 @@ std::vector<std::string> Utf8Arguments(int argc, char** argv);
 // Console set-up at program start: on Windows, UTF-8 console output.
 void SetUpConsole();
 // Calls `on_stop` (async-signal-safe work only) on SIGINT/SIGTERM, or on
-// Windows on Ctrl+C, Ctrl+Break and the console window closing; a client
-// that hangs up (SIGPIPE) no longer ends the process.
+// Windows on Ctrl+C, Ctrl+Break and the console window closing, and each
+// time another process calls RequestStop(this pid) (Windows has no SIGTERM:
+// that is how a service wrapper or a test stops a server without a console).
+// A client that hangs up (SIGPIPE) no longer ends the process.
 void InstallStopHandler(void (*on_stop)(int));
+// Asks process `pid` to stop as SIGTERM would (POSIX: sends SIGTERM;
+// Windows: sets its stop event, named Local\strata-stop-PID). False if there
+// is no such process or it installed no stop handler.
+bool RequestStop(int pid);
 
 // Files by UTF-8 path: the UTF-16 APIs on Windows, so any path works.
 std::FILE* OpenFile(const std::string& path, const char* mode);

@@ -282,6 +282,9 @@ int Serve(const RunOptions& o) {
 int Main(int argc, char** argv) {
   RunOptions o;
   CLI::App app{"strata-run: maps a Strata pack and runs it: generate text, chat, benchmark, or tokenize."};
+  // The same options on every system: no /option forms on Windows (CLI11's
+  // default there), so a path such as /data/model.gguf stays a path.
+  app.allow_windows_style_options(false);
   app.set_version_flag("--version", std::string("strata-run ") + kVersion);
   AddRunOptions(app, o);
   try {

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
+#include "runtime/base/platform.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -36,18 +34,7 @@ thread_local bool t_in_job = false;  // this thread is running a chunk
 
 }  // namespace
 
-int HardwareThreads() {
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-#endif
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? static_cast<int>(n) : 1;
-}
+int HardwareThreads() { return CpuCount(); }
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = HardwareThreads();

@@ -33,6 +33,7 @@
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
+#include "runtime/base/portable_math.h"
 
 namespace strata {
 namespace {
@@ -51,7 +52,7 @@ void SequentialHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, co
   float* kv = scratch;
   float* d = scratch + dv;
   for (int64_t t = 0; t < n; ++t) {
-    const float decay = std::exp(g[t]);
+    const float decay = ExpF(g[t]);
     for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
     std::fill(kv, kv + dv, 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
@@ -103,10 +104,10 @@ void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const
         const float ki = k[c0 + t][i];
         for (int64_t j = 0; j < dv; ++j) dt[j] += S[i * dv + j] * ki;
       }
-      const float eg = std::exp(G[t]), b = beta[c0 + t];
+      const float eg = ExpF(G[t]), b = beta[c0 + t];
       for (int64_t j = 0; j < dv; ++j) dt[j] = b * (v[c0 + t][j] - eg * dt[j]);
       for (int64_t s = 0; s < t; ++s) {
-        const float a = b * std::exp(G[t] - G[s]) * KK[t * kChunk + s];
+        const float a = b * ExpF(G[t] - G[s]) * KK[t * kChunk + s];
         const float* ds = &D[s * dv];
         for (int64_t j = 0; j < dv; ++j) dt[j] -= a * ds[j];
       }
@@ -119,19 +120,19 @@ void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const
         const float qi = q[c0 + t][i];
         for (int64_t j = 0; j < dv; ++j) ot[j] += S[i * dv + j] * qi;
       }
-      const float eg = std::exp(G[t]);
+      const float eg = ExpF(G[t]);
       for (int64_t j = 0; j < dv; ++j) ot[j] *= eg;
       for (int64_t s = 0; s <= t; ++s) {
-        const float a = std::exp(G[t] - G[s]) * QK[t * kChunk + s];
+        const float a = ExpF(G[t] - G[s]) * QK[t * kChunk + s];
         const float* ds = &D[s * dv];
         for (int64_t j = 0; j < dv; ++j) ot[j] += a * ds[j];
       }
     }
     // State: e^{G_C} S0 + sum_s e^{G_C-G_s} k_s d_s^T.
-    const float eC = std::exp(G[C - 1]);
+    const float eC = ExpF(G[C - 1]);
     for (int64_t i = 0; i < dk * dv; ++i) S[i] *= eC;
     for (int64_t s = 0; s < C; ++s) {
-      const float w = std::exp(G[C - 1] - G[s]);
+      const float w = ExpF(G[C - 1] - G[s]);
       const float* ds = &D[s * dv];
       for (int64_t i = 0; i < dk; ++i) {
         const float ki = w * k[c0 + s][i];

@@ -1,4 +1,5 @@
 #include "runtime/model/ops.h"
+#include "runtime/base/portable_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,11 +34,11 @@ namespace {
 // multiplication, theta_scale = freq_base^(-2/n_rot).
 template <typename Rotate>
 void Rope(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, Rotate rotate) {
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  const float theta_scale = PowF(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < n_rot / 2; ++i) {
     const float t = freq_scale * theta;
-    rotate(i, std::cos(t), std::sin(t));
+    rotate(i, CosF(t), SinF(t));
     theta *= theta_scale;
   }
 }
@@ -65,7 +66,7 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    const float e = std::exp(x[i] - mx);
+    const float e = ExpF(x[i] - mx);
     x[i] = e;
     sum += static_cast<double>(e);
   }
@@ -73,9 +74,9 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-float SiluF(float x) { return x / (1.0f + std::exp(-x)); }
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float SiluF(float x) { return x / (1.0f + ExpF(-x)); }
+float Sigmoid(float x) { return 1.0f / (1.0f + ExpF(-x)); }
+float Softplus(float x) { return x > 20.0f ? x : Log1pF(ExpF(x)); }
 
 void TopK(const float* x, int64_t n, int64_t k, int32_t* idx) {
   // Selection by repeated max keeps ties in index order and is cheap for the

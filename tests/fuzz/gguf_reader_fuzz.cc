@@ -6,7 +6,6 @@
 // No input may crash, hang, leak or trip a sanitizer (UBSan's
 // float-cast-overflow included: issue 12).
 
-#include <sys/mman.h>
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     std::ifstream f(p, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), {});
     if (!f.good() && !f.eof()) {
-      std::fprintf(stderr, "replay: cannot read %s\n", p.c_str());
+      std::fprintf(stderr, "replay: cannot read %s\n", p.string().c_str());
       return 1;
     }
     // An empty vector's data() may be null; libFuzzer never passes null.

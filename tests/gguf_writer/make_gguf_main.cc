@@ -16,6 +16,9 @@ using namespace strata::testing;
 
 int Main(int argc, char** argv) {
   CLI::App app{"strata-make-gguf: writes a synthetic GGUF model with seeded random weights."};
+  // The same options on every system: no /option forms on Windows (CLI11's
+  // default there), so a path such as /data/model.gguf stays a path.
+  app.allow_windows_style_options(false);
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks;
   uint32_t layers = 0, split = 1;
   uint64_t seed = 1;

@@ -157,11 +157,13 @@ int ChildProcess::Wait(int timeout_ms) {
 bool ChildProcess::running() const {
   return process_ && exit_code_ < 0 && WaitForSingleObject(static_cast<HANDLE>(process_), 0) == WAIT_TIMEOUT;
 }
+// A child in its own process group gets no console events from here (and
+// under Wine none at all): the server's stop event is the Windows SIGTERM.
 void ChildProcess::Terminate() const {
-  if (running()) GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid_);
+  if (running()) RequestStop(static_cast<int>(pid_));
 }
 void ChildProcess::Interrupt() const {
-  if (running()) GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid_);
+  if (running()) RequestStop(static_cast<int>(pid_));
 }
 void ChildProcess::Kill() {
   if (!process_) return;
