@@ -135,8 +135,9 @@ export WINEDLLOVERRIDES=${WINEDLLOVERRIDES:-mscoree,mshtml=}
 if [[ "${STRATA_WINDOWS_TESTS:-1}" == "1" ]]; then
   [[ -d "$WINEPREFIX" ]] || wineboot --init >/dev/null 2>&1 || true
   # A Wine server that stays up for the whole run: each test would otherwise
-  # start and stop its own.
-  wineserver -p
+  # start and stop its own. (-p fails while wineboot's server still runs.)
+  wineserver -k >/dev/null 2>&1 || true
+  wineserver -p >/dev/null 2>&1 || true
   set +e
   (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" ${STRATA_CTEST_ARGS:-})
   rc=$?
@@ -158,7 +159,8 @@ if [[ -n "${STRATA_COMPARE_PACKS_WITH:-}" ]]; then
   ggufs=("$cmp_dir/q3.gguf" "$cmp_dir/q35.gguf")
   data=${STRATA_DATA_DIR:-../shared/data}
   [[ -f "$data/models/stories260K.gguf" ]] && ggufs+=("$data/models/stories260K.gguf")
-  wineserver -p
+  wineserver -k >/dev/null 2>&1 || true
+  wineserver -p >/dev/null 2>&1 || true
   for g in "${ggufs[@]}"; do
     n=$(basename "$g" .gguf)
     "$linux/packer/strata-pack" "$g" -o "$cmp_dir/$n.linux.strata" >/dev/null
