@@ -118,9 +118,9 @@ httplib_src=$(fetch_source cpp-httplib libcpp-httplib-dev)
 install -m 644 "$httplib_src/httplib.h" "$PREFIX/include/httplib.h"
 # Header-only libraries, as Debian ships them.
 for d in flatbuffers nlohmann CLI; do
-  rm -rf "${PREFIX:?}/include/$d" && cp -r "/usr/include/$d" "$PREFIX/include/$d"
+  rm -rf "${PREFIX:?}/include/$d" && cp -a "/usr/include/$d" "$PREFIX/include/$d"
 done
-cp /usr/include/xxhash.h "$PREFIX/include/xxhash.h"
+cp -a /usr/include/xxhash.h "$PREFIX/include/xxhash.h"
 
 # --- Strata -----------------------------------------------------------------
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
@@ -135,9 +135,15 @@ export WINEDLLOVERRIDES=${WINEDLLOVERRIDES:-mscoree,mshtml=}
 if [[ "${STRATA_WINDOWS_TESTS:-1}" == "1" ]]; then
   [[ -d "$WINEPREFIX" ]] || wineboot --init >/dev/null 2>&1 || true
   # A Wine server that stays up for the whole run: each test would otherwise
-  # start and stop its own. (-p fails while wineboot's server still runs.)
+  # start and stop its own. It, and Wine's own background processes, must be
+  # up before ctest runs anything: those a test's wine starts inherit that
+  # test's output pipe, and ctest then waits for them until it times out.
+  # (-p fails while wineboot's server still runs, so that one is stopped, and
+  # waited for, first.)
   wineserver -k >/dev/null 2>&1 || true
-  wineserver -p >/dev/null 2>&1 || true
+  wineserver -w >/dev/null 2>&1 || true
+  wineserver -p >/dev/null 2>&1
+  wine "$BUILD/runtime/strata-run.exe" --version >/dev/null 2>&1
   set +e
   (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" ${STRATA_CTEST_ARGS:-})
   rc=$?
@@ -160,7 +166,9 @@ if [[ -n "${STRATA_COMPARE_PACKS_WITH:-}" ]]; then
   data=${STRATA_DATA_DIR:-../shared/data}
   [[ -f "$data/models/stories260K.gguf" ]] && ggufs+=("$data/models/stories260K.gguf")
   wineserver -k >/dev/null 2>&1 || true
-  wineserver -p >/dev/null 2>&1 || true
+  wineserver -w >/dev/null 2>&1 || true
+  wineserver -p >/dev/null 2>&1
+  wine "$BUILD/runtime/strata-run.exe" --version >/dev/null 2>&1
   for g in "${ggufs[@]}"; do
     n=$(basename "$g" .gguf)
     "$linux/packer/strata-pack" "$g" -o "$cmp_dir/$n.linux.strata" >/dev/null
