@@ -128,10 +128,18 @@ bool ChildProcess::Start(const std::vector<std::string>& argv,
   si.hStdOutput = out;
   si.hStdError = err;
   PROCESS_INFORMATION pi{};
-  const BOOL ok = CreateProcessW(WidePath(argv[0]).c_str(), cmd.data(), nullptr, nullptr, TRUE,
-                                 CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP, block.data(), nullptr, &si,
-                                 &pi);
-  const DWORD why = GetLastError();
+  // Wine, under load with several tests starting processes at once, now and
+  // then fails a CreateProcess with ERROR_INTERNAL_ERROR (1359) that succeeds
+  // when tried again (seen once in 400 tests in CI): a few tries.
+  BOOL ok = FALSE;
+  DWORD why = 0;
+  for (int attempt = 0; attempt < 5 && !ok; ++attempt) {
+    if (attempt > 0) Sleep(100);
+    ok = CreateProcessW(WidePath(argv[0]).c_str(), cmd.data(), nullptr, nullptr, TRUE,
+                        CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP, block.data(), nullptr, &si, &pi);
+    why = ok ? 0 : GetLastError();
+    if (why != ERROR_INTERNAL_ERROR) break;
+  }
   for (HANDLE h : {in, out, err == out ? INVALID_HANDLE_VALUE : err})
     if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
   if (!ok) {
