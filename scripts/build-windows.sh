@@ -185,7 +185,7 @@ version=$(sed -n 's/^project(strata VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 name="strata-$version-windows-x86_64"
 stage="$BUILD/$name"
 rm -rf "$stage" && mkdir -p "$stage"
-for exe in strata-pack strata-validate strata-run; do
+for exe in packer/strata-pack validate/strata-validate runtime/strata-run; do
   cp "$BUILD/$exe.exe" "$stage/"
 done
 # Every DLL the programs import that Windows itself does not provide goes in
