@@ -30,19 +30,8 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   googletest libzstd-dev libutf8proc-dev libcpp-httplib-dev
 )
-SUDO=""
-[[ $(id -u) -ne 0 ]] && SUDO="sudo"
-if [[ "${STRATA_SKIP_APT:-0}" != "1" ]]; then
-  missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    echo "build-windows: installing ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
-fi
+source scripts/apt-install.sh
+strata_apt_install build-windows "${PACKAGES[@]}"
 
 # --- Debian source packages, pinned to the installed versions ---------------
 # apt-get source needs a deb-src entry. When the machine has none, one is made

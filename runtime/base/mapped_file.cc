@@ -75,10 +75,8 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
     return IoError(StrFormat("%s: cannot open (Windows error %lu)", path.c_str(), e));
   }
   f.file_handle_ = h;
+  // (A directory does not open without FILE_FLAG_BACKUP_SEMANTICS.)
   if (GetFileType(h) != FILE_TYPE_DISK) return IoError(path + ": not a regular file");
-  BY_HANDLE_FILE_INFORMATION info;
-  if (GetFileInformationByHandle(h, &info) && (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
-    return IoError(path + ": not a regular file");
   LARGE_INTEGER sz;
   if (!GetFileSizeEx(h, &sz)) return IoError(path + ": cannot read the file size");
   f.size_ = static_cast<uint64_t>(sz.QuadPart);
