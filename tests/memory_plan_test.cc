@@ -26,6 +26,7 @@
 #include <new>
 #include <regex>
 
+#include "runtime/base/platform.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
@@ -299,6 +300,123 @@ TEST(HighWater, GenerationsStayWithinThePlan) {
   }
 }
 
+// --- the commit account and large pages --------------------------------------
+
+struct PlanFixture {
+  testing::OpenedModel m;
+  std::unique_ptr<FastBackend> be;
+};
+
+PlanFixture PlanFor(Arch arch, const std::string& name) {
+  PlanFixture f{Synthetic(arch, testing::ScratchDir(name)), nullptr};
+  FastBackend::Options fo;
+  fo.threads = 1;
+  auto be = FastBackend::Create(fo);
+  EXPECT_TRUE(be.ok());
+  f.be = std::move(*be);
+  return f;
+}
+
+TEST(Commit, PrivateBuffersMustFitTheCommitLimitMappedWeightsDoNot) {
+  // Windows charges private memory (heap, the device tier in host RAM)
+  // against RAM plus the page file; the pack's mapping is file-backed and is
+  // not charged. A plan that fits both does not fail at allocation.
+  PlanFixture f = PlanFor(Arch::kQwen3Moe, "commit");
+  RunMemoryOptions mo;
+  mo.ram_budget = 8ull << 30;
+  RunShape shape{256, 16, 1, false, 0};
+  auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  MemoryPlan plan = setup->plan;
+  const uint64_t charged = plan.CommitNeeded();
+  ASSERT_GT(plan.MappedResident(), 0u);
+  EXPECT_EQ(charged, plan.Heap());
+  const uint64_t eight = 8ull << 30;
+  plan.ram = RamBudgetFrom(&eight, 0, 0, /*commit_limited=*/true, charged);  // exactly enough: mapped is free
+  EXPECT_TRUE(plan.Fits()) << FormatPlan(plan);
+  EXPECT_THAT(FormatPlan(plan), HasSubstr("commit"));
+  plan.ram = RamBudgetFrom(&eight, 0, 0, true, charged - 1);
+  EXPECT_FALSE(plan.Fits());
+  ASSERT_EQ(plan.Problems().size(), 1u);
+  EXPECT_THAT(plan.Problems()[0], HasSubstr("commit"));
+  EXPECT_THAT(plan.Problems()[0], HasSubstr("page file"));
+  EXPECT_THAT(FormatPlan(plan), HasSubstr("DOES NOT FIT"));
+  // Without the account (Linux's overcommit) the same plan fits.
+  plan.ram = RamBudgetFrom(&eight, 0, 0, false, 0);
+  EXPECT_TRUE(plan.Fits());
+  // The reserve comes off the commit account too, and the source says so.
+  const Budget b = RamBudgetFrom(nullptr, 600, 5000, true, 1000);
+  EXPECT_EQ(b.bytes, 4400u);
+  EXPECT_EQ(b.commit, 400u);
+  EXPECT_THAT(b.commit_source, HasSubstr("reserve"));
+  EXPECT_EQ(RamBudgetFrom(nullptr, 600, 5000, true, 100).commit, 0u);
+
+  // Planned from scratch with a commit account half the heap: refused, and
+  // the advice it gives (a smaller context, ...) makes it fit.
+  PlanInputs in = setup->inputs;
+  in.ram = RamBudgetFrom(&eight, 0, 0, true, charged / 2);
+  auto small = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->Fits());
+  ASSERT_FALSE(small->advice.empty());
+  std::smatch c;
+  const std::string advice = small->advice[0];
+  if (std::regex_search(advice, c, std::regex("^-c ([0-9]+)"))) {
+    in.n_ctx = std::stoll(c[1].str());
+    auto fixed = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+    ASSERT_TRUE(fixed.ok());
+    EXPECT_TRUE(fixed->Fits()) << advice << "\n" << FormatPlan(*fixed);
+  }
+}
+
+TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {
+  PlanFixture f = PlanFor(Arch::kQwen35Moe, "large_pages");
+  RunMemoryOptions mo;
+  mo.ram_budget = 8ull << 30;
+  RunShape shape{4096, 64, 1, false, 0};
+  auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  PlanInputs in = setup->inputs;
+  const uint64_t lp = 2ull << 20;
+  in.large_page_bytes = lp;
+  auto with = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+  ASSERT_TRUE(with.ok());
+  uint64_t rounding = 0, workspace = 0;
+  bool found = false;
+  for (const PlanLine& l : with->lines) {
+    if (l.item == "large-page rounding") rounding = l.bytes, found = true;
+    if (l.item == "forward workspace") workspace = l.bytes;
+  }
+  ASSERT_TRUE(found) << FormatPlan(*with);
+  auto pad = [lp](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
+  const uint64_t state = SequenceState::BytesFor(f.m.model->hp(), 4096);
+  EXPECT_EQ(rounding, pad(state) + pad(workspace));
+  EXPECT_EQ(with->Heap(), setup->plan.Heap() + rounding);
+  EXPECT_THAT(with->shape, HasSubstr("large pages"));
+
+  // The backend: buffers of a page or more go on large pages when the OS
+  // gives them (Linux: transparent huge pages; Windows: the privilege),
+  // smaller ones and refusals on ordinary pages; all are zeroed and freed.
+  const LargePages sys = QueryLargePages();
+  if (sys.page_bytes == 0) GTEST_SKIP() << sys.why;
+  f.be->SetLargePages(sys.page_bytes);
+  {
+    auto big = f.be->Allocate(sys.page_bytes + 100, "big");
+    auto tiny = f.be->Allocate(100, "tiny");
+    ASSERT_TRUE(big.ok() && tiny.ok());
+    const CpuBackend::LargePageCounts c = f.be->large_pages();
+    EXPECT_EQ(c.buffers + c.refused, 1u);  // only the big one asked
+    if (c.buffers) {
+      EXPECT_EQ(c.bytes, 2 * sys.page_bytes);
+    }
+    std::vector<uint8_t> back(static_cast<size_t>(sys.page_bytes + 100), 1);
+    ASSERT_TRUE(f.be->Download(*big, 0, back.data(), back.size()).ok());
+    EXPECT_EQ(std::count(back.begin(), back.end(), 0), static_cast<long>(back.size()));
+  }
+  EXPECT_EQ(f.be->large_pages().buffers, 0u);
+  EXPECT_EQ(f.be->large_pages().bytes, 0u);
+}
+
 // --- strata-run: the plan printed, refused, and advice that works --------------
 
 class PlanCli : public ::testing::Test {
@@ -373,6 +491,33 @@ TEST_F(PlanCli, AnExpertCacheLargerThanTheDeviceIsRefusedNotStartedThenFailed) {
   auto a = Run({"--plan", "--expert-device", "cpu", "--vram-budget", "1M"});
   EXPECT_EQ(a.exit_code, 0) << a.out;
   EXPECT_THAT(a.out, HasSubstr(m[1].str() + " slots"));
+}
+
+TEST_F(PlanCli, LargePagesOnGiveTheSameTokens) {
+  const std::vector<std::string> gen = {"--tokens", "1,2,3", "-n", "6", "--temp", "0", "--ignore-eos", "--print-ids",
+                                        "-c", "256"};
+  auto args = [&](const char* mode) {
+    std::vector<std::string> a = gen;
+    a.insert(a.end(), {"--large-pages", mode});
+    return a;
+  };
+  auto off = Run(args("off"));
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_THAT(off.err, HasSubstr("large pages: off (--large-pages off)"));
+  auto on = Run(args("on"));
+  const LargePages lp = QueryLargePages();
+  if (lp.page_bytes == 0) {
+    EXPECT_NE(on.exit_code, 0);
+    EXPECT_THAT(on.err, HasSubstr("--large-pages on: " + lp.why));
+    GTEST_SKIP() << lp.why;
+  }
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_EQ(on.out, off.out);
+  EXPECT_THAT(on.err, ::testing::ContainsRegex("large pages: [0-9]+ buffers?"));
+  auto plan = Run({"--plan", "-c", "256", "--large-pages", "on"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("large pages"));
+  EXPECT_EQ(Run({"--plan", "--large-pages", "maybe"}).exit_code, 2);
 }
 
 TEST_F(PlanCli, BadMemoryOptionsAreUsageErrors) {

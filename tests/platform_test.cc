@@ -125,6 +125,76 @@ TEST(Platform, MachineFigures) {
   EXPECT_EQ(page & (page - 1), 0u);
   EXPECT_FALSE(ExecutablePath().empty());
   EXPECT_THAT(ExecutablePath(), HasSubstr("platform_test"));
+  const CommitMemory commit = AvailableCommitMemory();
+#ifdef _WIN32
+  EXPECT_TRUE(commit.limited);  // Windows charges every private byte
+  EXPECT_GT(commit.available, 0u);
+#else
+  int mode = 0;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/overcommit_memory", "r")) {
+    if (std::fscanf(f, "%d", &mode) != 1) mode = 0;
+    std::fclose(f);
+  }
+  EXPECT_EQ(commit.limited, mode == 2);
+#endif
+}
+
+TEST(Platform, WorkersSpreadOverProcessorGroupsInProportion) {
+  // One group (every machine under 65 logical processors): all in group 0.
+  const int one[] = {16};
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(ProcessorGroupForWorker(i, 16, one), 0);
+  // Two full groups of 64 (a 128-thread server): 64 workers each, in order.
+  const int two[] = {64, 64};
+  int counts[2] = {0, 0};
+  for (int i = 0; i < 128; ++i) ++counts[ProcessorGroupForWorker(i, 128, two)];
+  EXPECT_EQ(counts[0], 64);
+  EXPECT_EQ(counts[1], 64);
+  EXPECT_EQ(ProcessorGroupForWorker(63, 128, two), 0);
+  EXPECT_EQ(ProcessorGroupForWorker(64, 128, two), 1);
+  // Uneven groups (64 + 8 = 72 processors), fewer workers than processors:
+  // in proportion, 8 of 9 in the large group.
+  const int uneven[] = {64, 8};
+  int c2[2] = {0, 0};
+  for (int i = 0; i < 9; ++i) ++c2[ProcessorGroupForWorker(i, 9, uneven)];
+  EXPECT_EQ(c2[0], 8);
+  EXPECT_EQ(c2[1], 1);
+  // Two workers on two groups: one each, not both in the first.
+  EXPECT_EQ(ProcessorGroupForWorker(0, 2, two), 0);
+  EXPECT_EQ(ProcessorGroupForWorker(1, 2, two), 1);
+  // Out of range and degenerate input stays in range.
+  EXPECT_EQ(ProcessorGroupForWorker(500, 128, two), 1);
+  EXPECT_EQ(ProcessorGroupForWorker(-1, 128, two), 0);
+  EXPECT_EQ(ProcessorGroupForWorker(0, 0, two), 0);
+  const int empty[] = {0, 0};
+  EXPECT_EQ(ProcessorGroupForWorker(3, 4, empty), 0);
+  // Placing a thread on this machine leaves it able to run (a no-op here
+  // unless the machine has several groups).
+  std::thread t([] { PlaceThreadInProcessorGroup(1, 2); });
+  t.join();
+}
+
+TEST(Platform, LargePagesAreAlignedZeroedAndWritableOrRefused) {
+  const LargePages lp = QueryLargePages();
+  if (lp.page_bytes == 0) {
+    EXPECT_FALSE(lp.why.empty());  // says what to change
+    GTEST_SKIP() << "no large pages here: " << lp.why;
+  }
+  EXPECT_GE(lp.page_bytes, 4096u);
+  EXPECT_EQ(lp.page_bytes & (lp.page_bytes - 1), 0u);
+  const uint64_t bytes = lp.page_bytes + lp.page_bytes / 2 + 3;  // a tail past whole pages
+  void* p = AllocateLargePages(bytes, lp.page_bytes);
+  if (!p) GTEST_SKIP() << "the OS refused large pages now (fragmented memory or no privilege): the caller falls back";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % lp.page_bytes, 0u);
+  uint8_t* b = static_cast<uint8_t*>(p);
+  const uint64_t rounded = 2 * lp.page_bytes;  // what the caller may touch: whole pages
+  uint64_t nonzero = 0;
+  for (uint64_t i = 0; i < rounded; i += 512) nonzero += b[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  for (uint64_t i = 0; i < rounded; ++i) b[i] = static_cast<uint8_t>(i * 7);
+  EXPECT_EQ(b[rounded - 1], static_cast<uint8_t>((rounded - 1) * 7));
+  FreeLargePages(p, bytes, lp.page_bytes);
+  EXPECT_EQ(AllocateLargePages(0, lp.page_bytes), nullptr);
+  EXPECT_EQ(AllocateLargePages(bytes, 0), nullptr);
 }
 
 }  // namespace

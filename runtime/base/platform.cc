@@ -49,13 +49,13 @@ uint64_t TotalMemoryBytes() {
 
 uint64_t AvailableMemoryBytes() {
 #ifdef _WIN32
-  // Windows has no overcommit: every private byte is charged against the
-  // commit limit (RAM plus page file) when allocated, so what fits is the
-  // smaller of free physical memory and the commit charge still available.
+  // Physical memory only: the commit charge is its own account
+  // (AvailableCommitMemory), which the memory plan checks separately,
+  // since mapped weights take RAM but no commit and private buffers both.
   MEMORYSTATUSEX s;
   s.dwLength = sizeof(s);
   if (!GlobalMemoryStatusEx(&s)) return 0;
-  return std::min<uint64_t>(s.ullAvailPhys, s.ullAvailPageFile);
+  return s.ullAvailPhys;
 #else
   // MemAvailable counts reclaimable page cache, unlike _SC_AVPHYS_PAGES.
   std::FILE* f = std::fopen("/proc/meminfo", "r");
@@ -72,26 +72,225 @@ uint64_t AvailableMemoryBytes() {
 #endif
 }
 
+CommitMemory AvailableCommitMemory() {
+  CommitMemory c;
+#ifdef _WIN32
+  MEMORYSTATUSEX s;
+  s.dwLength = sizeof(s);
+  if (GlobalMemoryStatusEx(&s)) {
+    c.limited = true;
+    c.available = s.ullAvailPageFile;  // commit limit minus commit charge, despite the name
+  }
+#else
+  std::FILE* f = std::fopen("/proc/sys/vm/overcommit_memory", "r");
+  int mode = 0;
+  if (f) {
+    if (std::fscanf(f, "%d", &mode) != 1) mode = 0;
+    std::fclose(f);
+  }
+  if (mode != 2) return c;  // heuristic or always: allocations are not charged
+  f = std::fopen("/proc/meminfo", "r");
+  if (!f) return c;
+  unsigned long long limit = 0, committed = 0, kb = 0;
+  bool have_limit = false, have_committed = false;
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::sscanf(line, "CommitLimit: %llu kB", &kb) == 1) limit = kb, have_limit = true;
+    if (std::sscanf(line, "Committed_AS: %llu kB", &kb) == 1) committed = kb, have_committed = true;
+  }
+  std::fclose(f);
+  if (have_limit && have_committed) {
+    c.limited = true;
+    c.available = limit > committed ? (limit - committed) * 1024ull : 0;
+  }
+#endif
+  return c;
+}
+
+namespace {
+uint64_t RoundUpTo(uint64_t bytes, uint64_t unit) { return (bytes + unit - 1) / unit * unit; }
+}  // namespace
+
+LargePages QueryLargePages() {
+  LargePages lp;
+#ifdef _WIN32
+  const SIZE_T minimum = GetLargePageMinimum();
+  if (minimum == 0) {
+    lp.why = "this processor or Windows edition has no large pages";
+    return lp;
+  }
+  // The right must be held by the account and then enabled in the process's
+  // token; AdjustTokenPrivileges "succeeds" either way and says which in
+  // GetLastError.
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, &token)) {
+    lp.why = StrFormat("cannot open this process's token (Windows error %lu)", GetLastError());
+    return lp;
+  }
+  TOKEN_PRIVILEGES tp{};
+  tp.PrivilegeCount = 1;
+  tp.Privileges[0].Attributes = SE_PRIVILEGE_ENABLED;
+  DWORD err = ERROR_SUCCESS;
+  if (!LookupPrivilegeValueW(nullptr, L"SeLockMemoryPrivilege", &tp.Privileges[0].Luid)) err = GetLastError();
+  else if (!AdjustTokenPrivileges(token, FALSE, &tp, 0, nullptr, nullptr)) err = GetLastError();
+  else err = GetLastError();  // ERROR_NOT_ALL_ASSIGNED when the account lacks the right
+  CloseHandle(token);
+  if (err == ERROR_NOT_ALL_ASSIGNED) {
+    lp.why = "the account lacks the \"Lock pages in memory\" right (SeLockMemoryPrivilege): grant it in "
+             "secpol.msc (Local Policies > User Rights Assignment) and sign in again";
+    return lp;
+  }
+  if (err != ERROR_SUCCESS) {
+    lp.why = StrFormat("cannot enable SeLockMemoryPrivilege (Windows error %lu)", err);
+    return lp;
+  }
+  lp.page_bytes = minimum;
+#elif defined(__linux__)
+  std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) {
+    lp.why = "this kernel has no transparent huge pages (/sys/kernel/mm/transparent_hugepage/enabled is absent)";
+    return lp;
+  }
+  char mode[128] = {};
+  const bool read = std::fgets(mode, sizeof mode, f) != nullptr;
+  std::fclose(f);
+  if (!read || std::strstr(mode, "[never]")) {
+    lp.why = "transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled: never)";
+    return lp;
+  }
+  uint64_t size = 2ull << 20;
+  if ((f = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r"))) {
+    unsigned long long v = 0;
+    if (std::fscanf(f, "%llu", &v) == 1 && v >= 4096 && (v & (v - 1)) == 0) size = v;
+    std::fclose(f);
+  }
+  lp.page_bytes = size;
+#else
+  lp.why = "large pages are not supported on this system";
+#endif
+  return lp;
+}
+
+void* AllocateLargePages(uint64_t bytes, uint64_t page_bytes) {
+  if (bytes == 0 || page_bytes == 0 || bytes > UINT64_MAX / 2) return nullptr;
+  const uint64_t size = RoundUpTo(bytes, page_bytes);
+  if (size > static_cast<uint64_t>(SIZE_MAX) - page_bytes) return nullptr;
+#ifdef _WIN32
+  return VirtualAlloc(nullptr, static_cast<SIZE_T>(size), MEM_RESERVE | MEM_COMMIT | MEM_LARGE_PAGES, PAGE_READWRITE);
+#elif defined(__linux__)
+  // Over-map by one large page, then trim both ends to an aligned block.
+  const size_t span = static_cast<size_t>(size + page_bytes);
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = static_cast<uintptr_t>(RoundUpTo(begin, page_bytes));
+  if (aligned > begin) munmap(raw, aligned - begin);
+  const uintptr_t tail = aligned + static_cast<uintptr_t>(size);
+  if (begin + span > tail) munmap(reinterpret_cast<void*>(tail), begin + span - tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  madvise(p, static_cast<size_t>(size), MADV_HUGEPAGE);  // advice: a failure leaves ordinary pages
+  return p;
+#else
+  return nullptr;
+#endif
+}
+
+void FreeLargePages(void* p, uint64_t bytes, uint64_t page_bytes) {
+  if (!p) return;
+#ifdef _WIN32
+  (void)bytes;
+  (void)page_bytes;
+  VirtualFree(p, 0, MEM_RELEASE);
+#elif defined(__linux__)
+  munmap(p, static_cast<size_t>(RoundUpTo(bytes, page_bytes)));
+#else
+  (void)bytes;
+  (void)page_bytes;
+#endif
+}
+
+int ProcessorGroupForWorker(int index, int workers, std::span<const int> group_sizes) {
+  int64_t total = 0;
+  for (int s : group_sizes) total += std::max(s, 0);
+  if (total <= 0 || workers <= 0 || index < 0) return 0;
+  // Worker i takes the processor at position i * total / workers of the
+  // groups laid end to end, so each group gets workers in proportion to its size.
+  const int64_t position = static_cast<int64_t>(std::min(index, workers - 1)) * total / workers;
+  int64_t end = 0;
+  for (size_t g = 0; g < group_sizes.size(); ++g) {
+    end += std::max(group_sizes[g], 0);
+    if (position < end) return static_cast<int>(g);
+  }
+  return static_cast<int>(group_sizes.size()) - 1;
+}
+
+#ifdef _WIN32
+namespace {
+// Active processors per group (their masks), and whether this process may
+// use them all: more than one group, and no affinity narrower than the
+// system's (GetProcessAffinityMask reports 0 for a process whose threads
+// already run in several groups, as on Windows 11).
+struct ProcessorGroups {
+  std::vector<KAFFINITY> masks;
+  bool spans = false;
+};
+ProcessorGroups ReadProcessorGroups() {
+  ProcessorGroups out;
+  const WORD n = GetActiveProcessorGroupCount();
+  if (n <= 1) return out;
+  DWORD len = 0;
+  GetLogicalProcessorInformationEx(RelationGroup, nullptr, &len);
+  std::vector<uint8_t> buf(len);
+  auto* info = reinterpret_cast<SYSTEM_LOGICAL_PROCESSOR_INFORMATION_EX*>(buf.data());
+  if (len == 0 || !GetLogicalProcessorInformationEx(RelationGroup, info, &len)) return out;
+  for (WORD g = 0; g < info->Group.ActiveGroupCount; ++g) out.masks.push_back(info->Group.GroupInfo[g].ActiveProcessorMask);
+  DWORD_PTR process_mask = 0, system_mask = 0;
+  if (!GetProcessAffinityMask(GetCurrentProcess(), &process_mask, &system_mask)) return out;
+  out.spans = out.masks.size() > 1 && (process_mask == 0 || process_mask == system_mask);
+  return out;
+}
+int CountBits(uint64_t m) {
+  int c = 0;
+  for (; m; m &= m - 1) ++c;
+  return c;
+}
+}  // namespace
+#endif
+
+void PlaceThreadInProcessorGroup(int index, int workers) {
+#ifdef _WIN32
+  const ProcessorGroups groups = ReadProcessorGroups();
+  if (!groups.spans) return;
+  std::vector<int> sizes;
+  for (KAFFINITY m : groups.masks) sizes.push_back(CountBits(m));
+  const int g = ProcessorGroupForWorker(index, workers, sizes);
+  GROUP_AFFINITY ga{};
+  ga.Group = static_cast<WORD>(g);
+  ga.Mask = groups.masks[static_cast<size_t>(g)];
+  SetThreadGroupAffinity(GetCurrentThread(), &ga, nullptr);
+#else
+  (void)index;
+  (void)workers;
+#endif
+}
+
 int CpuCount() {
 #if defined(__linux__)
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
 #elif defined(_WIN32)
-  // A process in one processor group (the default before Windows 11) may
-  // use the CPUs of its affinity mask there; one the OS lets span groups
-  // (Windows 11, Server 2022: more than 64 logical CPUs) may use them all.
-  USHORT groups[8];
-  USHORT n_groups = 8;
-  if (GetProcessGroupAffinity(GetCurrentProcess(), &n_groups, groups) && n_groups > 1) {
-    const DWORD all = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
-    if (all > 0) return static_cast<int>(all);
+  // More than 64 logical processors come in several groups. A process the
+  // user did not restrict gets all of them (the pool places its threads,
+  // PlaceThreadInProcessorGroup); a restricted one keeps its mask.
+  const ProcessorGroups groups = ReadProcessorGroups();
+  if (groups.spans) {
+    int count = 0;
+    for (KAFFINITY m : groups.masks) count += CountBits(m);
+    if (count > 0) return count;
   }
   DWORD_PTR process_mask = 0, system_mask = 0;
-  if (GetProcessAffinityMask(GetCurrentProcess(), &process_mask, &system_mask) && process_mask != 0) {
-    int count = 0;
-    for (DWORD_PTR m = process_mask; m; m &= m - 1) ++count;
-    return count;
-  }
+  if (GetProcessAffinityMask(GetCurrentProcess(), &process_mask, &system_mask) && process_mask != 0)
+    return CountBits(process_mask);
 #endif
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;

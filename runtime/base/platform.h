@@ -14,12 +14,54 @@ namespace strata {
 
 // True if file descriptor `fd` (1 = stdout, 2 = stderr) is a terminal.
 bool IsTerminal(int fd);
-// Physical memory of the machine and memory available now, in bytes (0 if unknown).
+// Physical memory of the machine and physical memory available now, in
+// bytes (0 if unknown).
 uint64_t TotalMemoryBytes();
 uint64_t AvailableMemoryBytes();
-// Logical CPUs this process may use (its affinity; on Windows across every
-// processor group the process may run in).
+// Private bytes the OS will still let this process commit, where it keeps
+// such an account: Windows always (the commit limit is RAM plus the page
+// file, and an allocation past it fails however much RAM is free); Linux
+// with strict accounting (vm.overcommit_memory = 2: CommitLimit minus
+// Committed_AS). `limited` is false where allocations are not charged
+// (Linux's default overcommit): then only physical memory bounds a run.
+struct CommitMemory {
+  bool limited = false;
+  uint64_t available = 0;
+};
+CommitMemory AvailableCommitMemory();
+
+// Large pages for big private buffers (the KV cache, the forward workspace):
+// one TLB entry per 2 MiB instead of per 4 KiB. `page_bytes` 0: not usable
+// here, and `why` says what to change. Windows: needs the "Lock pages in
+// memory" right (SeLockMemoryPrivilege), which this enables for the process
+// when the account holds it; such pages are never paged out and are charged
+// to the commit limit. Linux: transparent huge pages, asked for with
+// madvise (unless /sys/kernel/mm/transparent_hugepage/enabled is "never").
+struct LargePages {
+  uint64_t page_bytes = 0;
+  std::string why;  // when page_bytes is 0
+};
+LargePages QueryLargePages();
+// `bytes` rounded up to whole large pages of `page_bytes`, zeroed, aligned to
+// the large page; nullptr when the OS refuses (fragmented memory, no
+// privilege): the caller falls back to ordinary pages.
+void* AllocateLargePages(uint64_t bytes, uint64_t page_bytes);
+// Frees what AllocateLargePages gave for the same `bytes` and `page_bytes`.
+void FreeLargePages(void* p, uint64_t bytes, uint64_t page_bytes);
+
+// Logical CPUs this process may use: its affinity mask; on Windows with more
+// than one processor group, every active processor of every group unless the
+// process was restricted to fewer (start /affinity, a job object).
 int CpuCount();
+// The processor group for worker `index` of `workers`, spreading workers over
+// groups in proportion to their sizes (`group_sizes`: active processors per
+// group). Pure: the rule PlaceThreadInProcessorGroup applies.
+int ProcessorGroupForWorker(int index, int workers, std::span<const int> group_sizes);
+// Windows on a machine with more than one processor group and an
+// unrestricted process: moves the calling thread to the group
+// ProcessorGroupForWorker gives (before Windows 11 a process's threads stay
+// in one group, 64 processors at most, unless placed). Elsewhere: nothing.
+void PlaceThreadInProcessorGroup(int index, int workers);
 // The OS's memory page, in bytes.
 uint64_t PageBytes();
 // This process's id.

@@ -23,6 +23,10 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
   g->add_flag("--allow-paging", f.allow_paging,
               "start even if the weights that are read every token do not fit the RAM budget (the OS pages them "
               "from disk: slow)");
+  g->add_option("--large-pages", f.large_pages,
+                "large pages for the KV cache and workspace: auto (Windows: when the account holds \"Lock pages in "
+                "memory\"; Linux: the kernel's transparent huge page policy), on (ask for them; fail if they cannot "
+                "be had), off");
   auto* e = app.add_option_group("experts", "tiered experts (docs/experts-runtime.md)");
   e->add_option("--expert-device", f.expert_device,
                 "device tier for hot experts: none, or cpu (a simulated device in host RAM; this build has no GPU "
@@ -60,6 +64,7 @@ Result<RunMemoryOptions> MemoryFlags::Resolve() const {
   o.parallel = parallel == kParallelUnset ? 1 : parallel;
   STRATA_ASSIGN_OR_RETURN(o.kv_type, ParseKvType(kv_type));
   o.allow_paging = allow_paging;
+  STRATA_ASSIGN_OR_RETURN(o.large_pages, ParseLargePagesMode(large_pages));
   o.expert_device = expert_device;
   if (expert_slots == "auto") {
     o.expert_slots = -1;

@@ -20,6 +20,7 @@ struct MemoryFlags {
   int32_t parallel = kParallelUnset;  // unset: 1 sequence, or 4 slots with --serve
   std::string kv_type = "f32";
   bool allow_paging = false;
+  std::string large_pages = "auto";
   std::string expert_device = "none";
   std::string expert_slots = "auto";
   int32_t expert_pinned = -1;

@@ -42,7 +42,14 @@ ThreadPool::ThreadPool(int threads) {
   // Workers start from the generation at construction: a worker that the OS
   // starts only after jobs (or the destructor) bumped it still sees a change.
   const uint32_t start = generation_.load();
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, start] { WorkerLoop(start); });
+  // Worker i runs in the processor group PlaceThreadInProcessorGroup gives
+  // (Windows with more than 64 logical processors; elsewhere nothing); the
+  // caller, index 0, stays where it is.
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this, start, i, threads] {
+      PlaceThreadInProcessorGroup(i, threads);
+      WorkerLoop(start);
+    });
 }
 
 ThreadPool::~ThreadPool() {

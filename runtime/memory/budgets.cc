@@ -61,12 +61,28 @@ Result<std::map<int, uint64_t>> ParseDeviceBudgets(std::string_view s) {
   return out;
 }
 
+Budget RamBudgetFrom(const uint64_t* given, uint64_t reserve, uint64_t available, bool commit_limited,
+                     uint64_t commit_available) {
+  Budget b;
+  if (given) {
+    b = {*given, "--ram-budget " + HumanBytes(*given)};
+  } else if (available == 0) {
+    b = {0, "the system did not report its available memory; give --ram-budget"};
+  } else {
+    b = {available > reserve ? available - reserve : 0,
+         "available " + HumanBytes(available) + " - reserve " + HumanBytes(reserve)};
+  }
+  if (commit_limited) {
+    b.commit_limited = true;
+    b.commit = commit_available > reserve ? commit_available - reserve : 0;
+    b.commit_source = "commit limit left " + HumanBytes(commit_available) + " - reserve " + HumanBytes(reserve);
+  }
+  return b;
+}
+
 Budget RamBudget(const uint64_t* given, uint64_t reserve) {
-  if (given) return {*given, "--ram-budget " + HumanBytes(*given)};
-  const uint64_t avail = AvailableMemoryBytes();
-  if (avail == 0) return {0, "the system did not report its available memory; give --ram-budget"};
-  const uint64_t b = avail > reserve ? avail - reserve : 0;
-  return {b, "available " + HumanBytes(avail) + " - reserve " + HumanBytes(reserve)};
+  const CommitMemory c = AvailableCommitMemory();
+  return RamBudgetFrom(given, reserve, given ? 0 : AvailableMemoryBytes(), c.limited, c.available);
 }
 
 }  // namespace strata

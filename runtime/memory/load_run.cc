@@ -52,6 +52,16 @@ Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const 
   std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(planned->setup.plan).c_str());
   STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, planned->setup));
   planned->memory.emplace(std::move(mem));
+  const CpuBackend::LargePageCounts& lp = run.backend->large_pages();
+  std::string large = planned->setup.large_pages;
+  if (run.backend->large_page_bytes())
+    large = StrFormat("large pages: %llu buffer%s, %s%s", static_cast<unsigned long long>(lp.buffers),
+                      lp.buffers == 1 ? "" : "s",
+                      HumanBytes(lp.bytes).c_str(),
+                      lp.refused ? StrFormat(" (%llu refused by the OS: ordinary pages)",
+                                             static_cast<unsigned long long>(lp.refused)).c_str()
+                                 : "");
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), large.c_str());
   if (planned->memory->experts)
     std::fprintf(stderr, "%s: %s\n", who.c_str(), planned->memory->experts->Describe().c_str());
   return planned;

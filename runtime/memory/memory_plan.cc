@@ -62,9 +62,11 @@ uint64_t MemoryPlan::RamNeeded() const {
   return Heap() + MappedResident() + (device_in_host_ram ? Device() : 0);
 }
 
+uint64_t MemoryPlan::CommitNeeded() const { return Heap() + (device_in_host_ram ? Device() : 0); }
+
 bool MemoryPlan::RamFits() const {
   const uint64_t hard = Heap() + (device_in_host_ram ? Device() : 0);
-  if (hard > ram.bytes) return false;
+  if (hard > ram.bytes || !CommitFits()) return false;
   return allow_paging || RamNeeded() <= ram.bytes;
 }
 
@@ -88,6 +90,13 @@ std::vector<std::string> MemoryPlan::Problems() const {
                           "all, but the budget is %s (%s)",
                           HumanBytes(MappedResident()).c_str(), HumanBytes(hard).c_str(),
                           HumanBytes(RamNeeded()).c_str(), HumanBytes(ram.bytes).c_str(), ram.source.c_str()));
+  }
+  if (!CommitFits()) {
+    p.push_back(StrFormat("commit: the run's private buffers need %s but the OS will commit only %s more (%s); "
+                          "Windows charges every private byte against RAM plus the page file: close programs "
+                          "or enlarge the page file",
+                          HumanBytes(CommitNeeded()).c_str(), HumanBytes(ram.commit).c_str(),
+                          ram.commit_source.c_str()));
   }
   if (!DeviceFits()) {
     const Budget& b = devices.at(device_index);
@@ -126,6 +135,8 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
   plan.shape = StrFormat("context %lld x %d sequence%s, passes of up to %lld tokens, %d thread%s, KV cache F32",
                          static_cast<long long>(in.n_ctx), in.parallel, in.parallel == 1 ? "" : "s",
                          static_cast<long long>(T), in.threads, in.threads == 1 ? "" : "s");
+  plan.large_page_bytes = in.large_page_bytes;
+  if (in.large_page_bytes) plan.shape += ", large pages " + HumanBytes(in.large_page_bytes);
   auto add = [&](std::string item, PlanPool pool, uint64_t bytes, bool counts, std::string how) {
     plan.lines.push_back({std::move(item), pool, bytes, counts, std::move(how)});
   };
@@ -198,9 +209,19 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
         StrFormat("%d seq x one copy of the recurrent state, so a prompt that shares a prefix resumes from it",
                   in.parallel));
   const PassShape shape{T, in.n_ctx, in.threads};
-  add("forward workspace", PlanPool::kHeap, backend.WorkspaceBytes(model, shape), true,
+  const uint64_t workspace = backend.WorkspaceBytes(model, shape);
+  add("forward workspace", PlanPool::kHeap, workspace, true,
       StrFormat("activations and scratch of a pass of %lld tokens, %lld keys, %d threads (ForwardWorkspaceBytes)",
                 static_cast<long long>(T), static_cast<long long>(in.n_ctx), in.threads));
+  if (const uint64_t lp = in.large_page_bytes) {
+    // The backend puts each buffer of a large page or more on large pages,
+    // rounded up to whole ones (CpuBackend::AllocateHost).
+    auto pad = [lp](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
+    uint64_t extra = static_cast<uint64_t>(in.parallel) * pad(per_seq) + pad(workspace);
+    if (recurrent && in.recurrent_snapshots) extra += static_cast<uint64_t>(in.parallel) * pad(recurrent);
+    add("large-page rounding", PlanPool::kHeap, extra, true,
+        StrFormat("sequence states and workspace rounded up to whole %s pages", HumanBytes(lp).c_str()));
+  }
   uint64_t act = 0;
   for (const TensorView& t : model.tensors())
     if (t.rank >= 2) act = std::max(act, backend.ScratchBytes(t.type, static_cast<int64_t>(t.shape[0]), T));
@@ -349,6 +370,11 @@ std::string FormatPlan(const MemoryPlan& plan) {
                                          ? "fits with paging (weights are read from disk as needed)"
                                          : "fits")
                                   : "DOES NOT FIT");
+  if (plan.ram.commit_limited)
+    out += StrFormat("  commit   %s charged (heap%s; mapped weights are not); left %s (%s): %s\n",
+                     HumanBytes(plan.CommitNeeded()).c_str(), dev_host ? " + device tier in host RAM" : "",
+                     HumanBytes(plan.ram.commit).c_str(), plan.ram.commit_source.c_str(),
+                     plan.CommitFits() ? "fits" : "DOES NOT FIT");
   if (plan.Device() || !plan.device_name.empty()) {
     auto it = plan.devices.find(plan.device_index);
     out += StrFormat("  device %d (%s): %s needed; budget %s: %s\n", plan.device_index, plan.device_name.c_str(),

@@ -58,6 +58,7 @@ struct PlanInputs {
   int32_t expert_pinned = 0;
   const ExpertHotness* hotness = nullptr;  // which experts get pinned (their host pages need not stay resident)
   bool decode_copies = true;               // the host tier reads Q8_0 decode copies where the pack has them
+  uint64_t large_page_bytes = 0;  // the backend's buffers of a large page or more are rounded to it (0: off)
 };
 
 enum class PlanPool : uint8_t { kMapped, kHeap, kDevice };
@@ -73,6 +74,7 @@ struct PlanLine {
 struct MemoryPlan {
   std::string model;    // "qwen3moe, 48 layers, 128 experts (top-8)"
   std::string shape;    // "context 4096 x 1 sequence, passes of up to 512 tokens, 16 threads, KV cache F32"
+  uint64_t large_page_bytes = 0;
   std::vector<PlanLine> lines;
   Budget ram;
   std::map<int, Budget> devices;
@@ -86,6 +88,10 @@ struct MemoryPlan {
   uint64_t Mapped() const;        // all mapped lines
   uint64_t Device() const;        // device lines
   uint64_t RamNeeded() const;     // heap + resident mappings (+ device lines in host RAM)
+  // Private bytes the OS charges against its commit limit: heap (+ device
+  // lines in host RAM). Mapped weights are file-backed and not charged.
+  uint64_t CommitNeeded() const;
+  bool CommitFits() const { return !ram.commit_limited || CommitNeeded() <= ram.commit; }
   bool RamFits() const;
   bool DeviceFits() const;
   bool Fits() const { return RamFits() && DeviceFits(); }

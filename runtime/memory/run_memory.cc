@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/experts/cpu_expert_device.h"
 #include "runtime/experts/routing_trace.h"
@@ -26,6 +27,28 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend&
   in.allow_paging = o.allow_paging;
   in.decode_copies = o.decode_copies;
   in.ram = RamBudget(o.ram_budget ? &*o.ram_budget : nullptr, o.reserve);
+  if (o.large_pages != LargePagesMode::kOff) {
+#ifdef _WIN32
+    const bool ask = true;
+#else
+    const bool ask = o.large_pages == LargePagesMode::kOn;
+#endif
+    if (ask) {
+      const LargePages lp = QueryLargePages();
+      if (lp.page_bytes) {
+        in.large_page_bytes = lp.page_bytes;
+        s.large_pages = "large pages: " + HumanBytes(lp.page_bytes) + " for the KV cache and workspace";
+      } else if (o.large_pages == LargePagesMode::kOn) {
+        return FailedPrecondition("--large-pages on: " + lp.why);
+      } else {
+        s.large_pages = "large pages: off (" + lp.why + ")";
+      }
+    } else {
+      s.large_pages = "large pages: the kernel's transparent huge page policy (--large-pages on asks for them)";
+    }
+  } else {
+    s.large_pages = "large pages: off (--large-pages off)";
+  }
 
   // The device tier's device. Without a GPU backend in this build, the only
   // device is the simulated one (host RAM, a FastBackend of its own).
@@ -117,10 +140,18 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend&
   return s;
 }
 
+Result<LargePagesMode> ParseLargePagesMode(std::string_view s) {
+  if (s == "auto") return LargePagesMode::kAuto;
+  if (s == "on") return LargePagesMode::kOn;
+  if (s == "off") return LargePagesMode::kOff;
+  return InvalidArgument("--large-pages '" + Printable(s) + "': expected auto, on or off");
+}
+
 Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup) {
   const PlanInputs& in = setup.inputs;
   if (!setup.plan.Fits()) return Internal("AllocateRun on a plan that does not fit");
   RunMemory r;
+  backend.SetLargePages(in.large_page_bytes);
   uint64_t workspace = 0, scratch = 0;
   for (const PlanLine& l : setup.plan.lines) {
     if (l.item == "forward workspace") workspace = l.bytes;

@@ -26,6 +26,13 @@
 
 namespace strata {
 
+// --large-pages: auto (Windows: on when the account holds the right to lock
+// pages; Linux: off, the kernel's transparent huge page policy applies, so
+// sanitizer builds keep their heap checks), on (required: the run refuses to
+// start without them), off.
+enum class LargePagesMode : uint8_t { kAuto, kOn, kOff };
+Result<LargePagesMode> ParseLargePagesMode(std::string_view s);
+
 // What the command line says about memory and experts (already parsed).
 struct RunMemoryOptions {
   std::optional<uint64_t> ram_budget;    // --ram-budget; unset: available - reserve
@@ -34,6 +41,7 @@ struct RunMemoryOptions {
   int32_t parallel = 1;                  // --parallel
   KvType kv_type = KvType::kF32;         // --kv-type
   bool allow_paging = false;             // --allow-paging
+  LargePagesMode large_pages = LargePagesMode::kAuto;  // --large-pages
   std::string expert_device = "none";    // --expert-device none|cpu
   int32_t expert_slots = -1;             // --expert-slots; -1: as many as fit
   int32_t expert_pinned = -1;            // --expert-pinned; -1: DefaultPinnedSlots
@@ -59,6 +67,7 @@ struct RunSetup {
   PlanInputs inputs;
   MemoryPlan plan;
   TierOptions tier;
+  std::string large_pages;  // one line for the start of a run: "large pages: 2.00 MiB" or why not
 };
 
 // Errors: bad options (a budget for a device that does not exist, an unknown
@@ -74,7 +83,7 @@ struct RunMemory {
 };
 
 // REQUIRES: setup.plan.Fits(). `setup` must outlive the result (the executor
-// uses its device and hotness).
+// uses its device and hotness). Sets the backend's large pages as planned.
 Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup);
 
 }  // namespace strata

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/arch/arch_spec.h"
@@ -192,6 +193,19 @@ class CpuBackend : public Backend {
 
   struct PassState;  // cpu_backend.cc
 
+  // Large pages (platform.h QueryLargePages) for every buffer of at least one
+  // large page this backend allocates from now on: the sequence states (KV
+  // cache) and the workspace. 0: ordinary pages. A buffer the OS refuses
+  // large pages (fragmented memory) gets ordinary ones and is counted.
+  void SetLargePages(uint64_t page_bytes) { large_page_bytes_ = page_bytes; }
+  uint64_t large_page_bytes() const { return large_page_bytes_; }
+  struct LargePageCounts {
+    uint64_t buffers = 0;  // buffers on large pages now
+    uint64_t bytes = 0;    // their bytes, rounded up to whole large pages
+    uint64_t refused = 0;  // buffers that asked and fell back to ordinary pages
+  };
+  const LargePageCounts& large_pages() const { return large_counts_; }
+
  protected:
   void Free(uint32_t id) override;
   // Where buffers live. The default: 64-byte aligned heap memory.
@@ -232,6 +246,9 @@ class CpuBackend : public Backend {
   std::vector<TensorView> resident_;
   std::unique_ptr<PassState> pass_;
   std::atomic<bool> in_pass_{false};
+  uint64_t large_page_bytes_ = 0;
+  std::vector<std::pair<uint8_t*, uint64_t>> large_blocks_;  // AllocateHost's blocks on large pages, their page size
+  LargePageCounts large_counts_;
 };
 
 // Plain reference: each weight row dequantized to F32 (the reference

@@ -9,6 +9,7 @@
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/base/fault_injection.h"
+#include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
@@ -61,13 +62,33 @@ void CpuBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
 
 Result<uint8_t*> CpuBackend::AllocateHost(uint64_t bytes, std::string_view what) {
   if (bytes > static_cast<uint64_t>(SIZE_MAX) - kBufferAlignment) return AllocationFailed(what, bytes);
+  if (large_page_bytes_ && bytes >= large_page_bytes_) {
+    if (void* lp = AllocateLargePages(bytes, large_page_bytes_)) {  // zeroed by the OS
+      large_blocks_.emplace_back(static_cast<uint8_t*>(lp), large_page_bytes_);
+      ++large_counts_.buffers;
+      large_counts_.bytes += (bytes + large_page_bytes_ - 1) / large_page_bytes_ * large_page_bytes_;
+      return static_cast<uint8_t*>(lp);
+    }
+    ++large_counts_.refused;
+  }
   void* p = ::operator new(static_cast<size_t>(bytes), std::align_val_t(kBufferAlignment), std::nothrow);
   if (!p) return AllocationFailed(what, bytes);
   std::memset(p, 0, static_cast<size_t>(bytes));
   return static_cast<uint8_t*>(p);
 }
 
-void CpuBackend::FreeHost(uint8_t* p, uint64_t /*bytes*/) { ::operator delete(p, std::align_val_t(kBufferAlignment)); }
+void CpuBackend::FreeHost(uint8_t* p, uint64_t bytes) {
+  auto it = std::find_if(large_blocks_.begin(), large_blocks_.end(), [p](const auto& b) { return b.first == p; });
+  if (it == large_blocks_.end()) {
+    ::operator delete(p, std::align_val_t(kBufferAlignment));
+    return;
+  }
+  const uint64_t page = it->second;
+  large_blocks_.erase(it);
+  FreeLargePages(p, bytes, page);
+  --large_counts_.buffers;
+  large_counts_.bytes -= (bytes + page - 1) / page * page;
+}
 
 Result<BackendBuffer> CpuBackend::Allocate(uint64_t bytes, std::string_view what) {
   // Zero bytes still get a block (of one alignment unit), so every handle names memory.
