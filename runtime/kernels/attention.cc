@@ -1,5 +1,9 @@
 #include "runtime/kernels/attention.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace strata::kernels {
 
 void AttnScoresRef(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale, float* scores) {
@@ -19,10 +23,31 @@ void AttnMixRef(const float* p, const float* V, int64_t stride, int64_t n, int64
   }
 }
 
+void AttnBlockRef(const AttnBlockArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    float* o = a.o[r];
+    std::fill(o, o + a.dv, 0.0f);
+    const int64_t n = a.n_keys[r];
+    if (n <= 0) continue;
+    float* p = a.scratch;
+    AttnScoresRef(a.q[r], a.K, a.k_stride, n, a.dk, a.scale, p);
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, p[j]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      p[j] = static_cast<float>(std::exp(static_cast<double>(p[j] - mx)));
+      sum += static_cast<double>(p[j]);
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < n; ++j) p[j] *= inv;
+    AttnMixRef(p, a.V, a.v_stride, n, a.dv, o);
+  }
+}
+
 const AttnKernels& AttnKernelsFor(IsaLevel level) {
-  static const AttnKernels kRef{AttnScoresRef, AttnMixRef, IsaLevel::kScalar};
-  static const AttnKernels kAvx2{AttnScoresAvx2, AttnMixAvx2, IsaLevel::kAvx2};
-  static const AttnKernels kAvx512{AttnScoresAvx512, AttnMixAvx512, IsaLevel::kAvx512};
+  static const AttnKernels kRef{AttnScoresRef, AttnMixRef, IsaLevel::kScalar, AttnBlockRef};
+  static const AttnKernels kAvx2{AttnScoresAvx2, AttnMixAvx2, IsaLevel::kAvx2, AttnBlockAvx2};
+  static const AttnKernels kAvx512{AttnScoresAvx512, AttnMixAvx512, IsaLevel::kAvx512, AttnBlockAvx512};
   switch (level) {
     case IsaLevel::kAvx512: return kAvx512;
     case IsaLevel::kAvx2: return kAvx2;

@@ -23,10 +23,41 @@ using AttnScoresFn = void (*)(const float* q, const float* K, int64_t stride, in
                               float* scores);
 using AttnMixFn = void (*)(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o);
 
+// Attention for a block of query rows that share one KV head (consecutive
+// tokens of one sequence x the query heads of a GQA group):
+//   o_r = softmax(scale * q_r . K[j], j < n_keys[r]) . V[0 .. n_keys[r])
+// Row r sees its first n_keys[r] keys (causal: a later token sees more); a
+// row with no keys gets zeros. K and V rows are k_stride / v_stride floats
+// apart. Written to o[r][0 .. dv).
+inline constexpr int64_t kAttnKeyBlock = 64;  // keys per block of the fast kernels
+struct AttnBlockArgs {
+  const float* const* q = nullptr;  // rows pointers to dk floats
+  const int64_t* n_keys = nullptr;  // rows
+  float* const* o = nullptr;        // rows pointers to dv floats
+  int64_t rows = 0;
+  const float* K = nullptr;
+  int64_t k_stride = 0;
+  const float* V = nullptr;
+  int64_t v_stride = 0;
+  int64_t dk = 0, dv = 0;
+  float scale = 1.0f;
+  float* scratch = nullptr;  // AttnBlockScratchFloats(rows) floats (the reference: max(n_keys))
+};
+using AttnBlockFn = void (*)(const AttnBlockArgs& a);
+// Floats of scratch AttnBlockFn needs: a scores row of kAttnKeyBlock per
+// row, each row's running maximum and sum.
+inline int64_t AttnBlockScratchFloats(int64_t rows) { return rows * kAttnKeyBlock + 2 * rows; }
+
 struct AttnKernels {
   AttnScoresFn scores;
   AttnMixFn mix;
   IsaLevel isa;
+  // The blocked kernel (flash-style: online softmax over key blocks, each
+  // K and V block read once for all rows). The reference is row by row with
+  // the two loops above and ops::Softmax's order; the AVX2 and AVX-512 ones
+  // equal it up to float summation order and their exp (~1 ulp);
+  // tests/attention_kernels_test.cc holds them to that.
+  AttnBlockFn block;
 };
 
 // The kernels of `level` (the reference for kScalar). The caller has checked
@@ -35,6 +66,9 @@ const AttnKernels& AttnKernelsFor(IsaLevel level);
 
 void AttnScoresRef(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale, float* scores);
 void AttnMixRef(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o);
+// Row by row: AttnScoresRef, a softmax (max subtracted, exp in double, the
+// sum in double), AttnMixRef. Scratch: at least max(n_keys) floats.
+void AttnBlockRef(const AttnBlockArgs& a);
 
 // attention_avx2.cc / attention_avx512.cc
 void AttnScoresAvx2(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale, float* scores);
@@ -42,5 +76,7 @@ void AttnMixAvx2(const float* p, const float* V, int64_t stride, int64_t n, int6
 void AttnScoresAvx512(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale,
                       float* scores);
 void AttnMixAvx512(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o);
+void AttnBlockAvx2(const AttnBlockArgs& a);
+void AttnBlockAvx512(const AttnBlockArgs& a);
 
 }  // namespace strata::kernels

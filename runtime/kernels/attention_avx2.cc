@@ -92,3 +92,48 @@ void AttnMixAvx2(const float* p, const float* V, int64_t stride, int64_t n, int6
 }
 
 }  // namespace strata::kernels
+
+// --- the blocked kernel (attention_block.h) ----------------------------------
+#include "runtime/kernels/attention_block.h"
+
+namespace strata::kernels {
+namespace {
+
+struct Avx2Traits {
+  using T = __m256;
+  static constexpr int kLanes = 8;
+  static T Zero() { return _mm256_setzero_ps(); }
+  static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static T Set1(float x) { return _mm256_set1_ps(x); }
+  static T Add(T a, T b) { return _mm256_add_ps(a, b); }
+  static T Sub(T a, T b) { return _mm256_sub_ps(a, b); }
+  static T Mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T Fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T Min(T a, T b) { return _mm256_min_ps(a, b); }
+  static T Max(T a, T b) { return _mm256_max_ps(a, b); }
+  static T Floor(T a) { return _mm256_floor_ps(a); }
+  static T Pow2(T n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+  static float ReduceMax(T v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  }
+  static float ReduceAdd(T v) { return avx2::HorizontalSum(v); }
+  static float First(T v) { return _mm256_cvtss_f32(v); }
+  static void Sum4(T a0, T a1, T a2, T a3, float* out) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+};
+
+}  // namespace
+
+// 2 rows x 4 keys of scores per tile, 2 rows x 32 dimensions of output (8
+// accumulators each, of 16 registers).
+void AttnBlockAvx2(const AttnBlockArgs& a) { AttnBlockT<Avx2Traits, 2, 4, 4>(a); }
+
+}  // namespace strata::kernels

@@ -92,3 +92,47 @@ void AttnMixAvx512(const float* p, const float* V, int64_t stride, int64_t n, in
 }
 
 }  // namespace strata::kernels
+
+// --- the blocked kernel (attention_block.h) ----------------------------------
+#include "runtime/kernels/attention_block.h"
+
+// GCC 12 reports the _mm256_undefined_pd() inside _mm512_extractf64x4_pd as
+// uninitialized once HorizontalSum4 is inlined into the template: a false
+// positive of its own header (the value is never read).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace strata::kernels {
+namespace {
+
+struct Avx512Traits {
+  using T = __m512;
+  static constexpr int kLanes = 16;
+  static T Zero() { return _mm512_setzero_ps(); }
+  static T Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, T v) { _mm512_storeu_ps(p, v); }
+  static T Set1(float x) { return _mm512_set1_ps(x); }
+  static T Add(T a, T b) { return _mm512_add_ps(a, b); }
+  static T Sub(T a, T b) { return _mm512_sub_ps(a, b); }
+  static T Mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T Fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T Min(T a, T b) { return _mm512_min_ps(a, b); }
+  static T Max(T a, T b) { return _mm512_max_ps(a, b); }
+  static T Floor(T a) { return _mm512_mask_roundscale_ps(a, 0xFFFF, a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  // 2^n for integral n in [-127, 128): the exponent field.
+  static T Pow2(T n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+  }
+  static float ReduceMax(T v) { return _mm512_reduce_max_ps(v); }
+  static float ReduceAdd(T v) { return _mm512_reduce_add_ps(v); }
+  static float First(T v) { return _mm512_cvtss_f32(v); }
+  static void Sum4(T a0, T a1, T a2, T a3, float* out) { _mm_storeu_ps(out, HorizontalSum4(a0, a1, a2, a3)); }
+};
+
+}  // namespace
+
+// 4 rows x 4 keys of scores (16 accumulators), 4 rows x 64 dimensions of output.
+void AttnBlockAvx512(const AttnBlockArgs& a) { AttnBlockT<Avx512Traits, 4, 4, 4>(a); }
+
+}  // namespace strata::kernels

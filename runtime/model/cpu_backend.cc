@@ -337,13 +337,32 @@ Status CpuBackend::Add(Act dst, Act src) {
 // dims, and the KV cache.
 namespace {
 
+// The blocked kernel (kernels::AttnBlockFn) takes query rows in blocks of
+// about kAttnRows: consecutive tokens of one sequence x a GQA group.
+constexpr int64_t kAttnRows = 32;
+int64_t AttnTokensPerBlock(const HParams& hp) {
+  const int64_t group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
+  return std::max<int64_t>(1, kAttnRows / group);
+}
+// Floats of scratch per task: a scores row of max_keys (the row-by-row loops)
+// or the blocked kernel's scratch, its row pointers and key counts, whichever
+// is larger: both paths take the same, so the workspace is one size.
+int64_t AttnTaskFloats(const HParams& hp, int64_t max_keys) {
+  const int64_t group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
+  const int64_t rows = AttnTokensPerBlock(hp) * group;
+  const int64_t blocked = kernels::AttnBlockScratchFloats(rows) +
+                          rows * static_cast<int64_t>((2 * sizeof(float*) + sizeof(int64_t)) / sizeof(float));
+  return (std::max(max_keys, blocked) + 15) / 16 * 16;  // each task's scratch on a cache line
+}
+
 uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
   const uint64_t n = static_cast<uint64_t>(s.tokens), H = hp.n_head, Hkv = hp.n_head_kv;
   const uint64_t q_width = (mixer == Mixer::kGatedAttention ? 2 : 1) * H * hp.head_dim_k;
   return TakeBytes<float>(n * q_width) + TakeBytes<float>(n * Hkv * hp.head_dim_k) +
          TakeBytes<float>(n * Hkv * hp.head_dim_v) + TakeBytes<float>(n * H * hp.head_dim_v) +
+         TakeBytes<int64_t>(n + 1) +
          TakeBytes<float>(static_cast<uint64_t>(ScratchTasks(s.tokens * H, s.threads)) *
-                          static_cast<uint64_t>(s.max_keys));
+                          static_cast<uint64_t>(AttnTaskFloats(hp, s.max_keys)));
 }
 
 uint64_t SwiGluBytes(uint64_t rows, uint64_t ff) { return 2 * TakeBytes<float>(rows * ff); }
@@ -393,8 +412,9 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   float* v = ws.Take<float>(n * Hkv * Dv);
   float* attn = ws.Take<float>(n * H * Dv);
   const int64_t jobs = n * H, tasks = ScratchTasks(jobs, threads());
-  const int64_t max_keys = p.max_keys;
-  float* scores_all = ws.Take<float>(tasks * max_keys);
+  const int64_t task_floats = AttnTaskFloats(hp, p.max_keys);
+  int64_t* block_start = ws.Take<int64_t>(n + 1);
+  float* scores_all = ws.Take<float>(tasks * task_floats);
   if (!scores_all) return ws.Exhausted("attention");
   MatMul(Matrix(*W(m, il, R::kAttnQ)), h, n, qfull);
   MatMul(Matrix(*W(m, il, R::kAttnK)), h, n, k);
@@ -429,30 +449,89 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
   const kernels::AttnKernels& ak = attention();
-  // One scores row per task (tasks run on one thread at a time).
-  auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
-    for (int64_t task = task_begin; task < task_end; ++task) {
-      float* scores = scores_all + task * max_keys;
-      for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
-        const int64_t t = job / H, hh = job % H, kvh = hh / group;
-        const int64_t n_keys = p.pos[t] + 1;  // causal
-        const float* K = StateK(p.St(t), il);
-        const float* V = StateV(p.St(t), il);
-        const float* q = q_at(t, hh);
-        ak.scores(q, K + kvh * Dk, Hkv * Dk, n_keys, Dk, scale, scores);
-        ops::Softmax(scores, n_keys);
-        float* o = attn + (t * H + hh) * Dv;
-        std::fill(o, o + Dv, 0.0f);
-        ak.mix(scores, V + kvh * Dv, Hkv * Dv, n_keys, Dv, o);
-        if (gated) {
-          const float* gate = q + Dk;
-          for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
+  auto apply_gate = [&](const float* q, float* o) {
+    const float* gate = q + Dk;
+    for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
+  };
+  if (ak.isa == IsaLevel::kScalar) {
+    // The reference: row by row, one scores row per task (tasks run on one
+    // thread at a time).
+    auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        float* scores = scores_all + task * task_floats;
+        for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
+          const int64_t t = job / H, hh = job % H, kvh = hh / group;
+          const int64_t n_keys = p.pos[t] + 1;  // causal
+          const float* K = StateK(p.St(t), il);
+          const float* V = StateV(p.St(t), il);
+          const float* q = q_at(t, hh);
+          ak.scores(q, K + kvh * Dk, Hkv * Dk, n_keys, Dk, scale, scores);
+          ops::Softmax(scores, n_keys);
+          float* o = attn + (t * H + hh) * Dv;
+          std::fill(o, o + Dv, 0.0f);
+          ak.mix(scores, V + kvh * Dv, Hkv * Dv, n_keys, Dv, o);
+          if (gated) apply_gate(q, o);
         }
       }
+    };
+    // A lambda of one reference: std::function holds it without allocating.
+    ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+  } else {
+    // Blocked: consecutive tokens of one sequence (up to AttnTokensPerBlock)
+    // x the query heads of one KV head form a job, so each K and V block is
+    // read once for all of them (kernels::AttnBlockFn). Task i takes jobs i,
+    // i + tasks, ...: the causal blocks' growing lengths spread evenly.
+    const int64_t per_block = AttnTokensPerBlock(hp);
+    int64_t n_blocks = 0;
+    for (int64_t t = 0; t < n;) {
+      block_start[n_blocks++] = t;
+      const SequenceState* st = p.states[t];
+      int64_t e = t + 1;
+      while (e < n && e - t < per_block && p.states[e] == st) ++e;
+      t = e;
     }
-  };
-  // A lambda of one reference: std::function holds it without allocating.
-  ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+    block_start[n_blocks] = n;
+    const int64_t block_jobs = n_blocks * Hkv;
+    const int64_t rows_max = per_block * group;
+    auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        float* scratch = scores_all + task * task_floats;
+        float* kernel_scratch = scratch;
+        auto* q_rows = reinterpret_cast<const float**>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max));
+        auto* o_rows = reinterpret_cast<float**>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max) + 2 * rows_max);
+        auto* n_keys = reinterpret_cast<int64_t*>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max) + 4 * rows_max);
+        for (int64_t job = task; job < block_jobs; job += tasks) {
+          const int64_t b = job / Hkv, kvh = job % Hkv;
+          int64_t rows = 0;
+          for (int64_t t = block_start[b]; t < block_start[b + 1]; ++t)
+            for (int64_t g = 0; g < group; ++g, ++rows) {
+              const int64_t hh = kvh * group + g;
+              q_rows[rows] = q_at(t, hh);
+              o_rows[rows] = attn + (t * H + hh) * Dv;
+              n_keys[rows] = p.pos[t] + 1;  // causal
+            }
+          const SequenceState& st = p.St(block_start[b]);
+          kernels::AttnBlockArgs a;
+          a.q = q_rows;
+          a.n_keys = n_keys;
+          a.o = o_rows;
+          a.rows = rows;
+          a.K = StateK(st, il) + kvh * Dk;
+          a.k_stride = Hkv * Dk;
+          a.V = StateV(st, il) + kvh * Dv;
+          a.v_stride = Hkv * Dv;
+          a.dk = Dk;
+          a.dv = Dv;
+          a.scale = scale;
+          a.scratch = kernel_scratch;
+          ak.block(a);
+          if (gated)
+            for (int64_t r = 0; r < rows; ++r) apply_gate(q_rows[r], o_rows[r]);
+        }
+      }
+    };
+    ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+  }
   MatMul(Matrix(*W(m, il, R::kAttnOutput)), attn, n, out);
   return Status::Ok();
 }

@@ -1,0 +1,213 @@
+#pragma once
+// The blocked attention kernel (attention.h AttnBlockFn), written once over a
+// SIMD traits type and instantiated by attention_avx2.cc and
+// attention_avx512.cc with their own traits. Everything here is in an
+// anonymous namespace: each ISA file gets its own copy, compiled with its own
+// flags, and no copy can reach a baseline caller through the linker.
+//
+// No std:: algorithm or math function is called here: an inline function of
+// a shared header instantiated with these flags could be picked by the linker
+// for baseline code (x86_simd.h says the same).
+//
+// For a block of query rows that share one KV head (consecutive tokens of one
+// sequence x the query heads of the group), keys are visited in blocks of
+// kAttnKeyBlock:
+//   1. the scores of RB rows x KB keys at a time: RB x KB accumulators over
+//      the head's dimensions, so each query and key vector is loaded once per
+//      tile (a transposed key block was tried: its scalar transpose cost more
+//      than the horizontal sums it saves, most at decode's 8 rows);
+//   2. each row's scores past its own key count (causal) are masked, and an
+//      online softmax keeps the row's running maximum m and sum l: the
+//      output so far is rescaled by exp(m_old - m_new);
+//   3. the probabilities times the value block are added to the output, RB
+//      rows x CB vectors of dimensions at a time.
+// K and V are thus read once per block of rows instead of once per row, and
+// exp runs vectorized (a Cephes-style polynomial, ~1 ulp).
+
+#include <cstdint>
+
+#include "runtime/kernels/attention.h"
+
+namespace strata::kernels {
+namespace {
+
+constexpr float kNegInf = -__builtin_inff();
+inline int64_t MaxI(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t MinI(int64_t a, int64_t b) { return a < b ? a : b; }
+inline float MaxF(float a, float b) { return a > b ? a : b; }
+inline void Fill(float* p, int64_t n, float v) {
+  for (int64_t i = 0; i < n; ++i) p[i] = v;
+}
+
+// exp(x) for a vector: x clamped to [-87.34, 88.38], x = n ln2 + r with
+// |r| <= ln2/2 (ln2 in two parts), a degree-7 polynomial for e^r, 2^n from the
+// exponent bits.
+template <class V>
+inline typename V::T ExpV(typename V::T x) {
+  using T = typename V::T;
+  x = V::Min(V::Max(x, V::Set1(-87.3365478515625f)), V::Set1(88.3762626647949f));
+  const T fx = V::Floor(V::Fma(x, V::Set1(1.44269504088896341f), V::Set1(0.5f)));
+  x = V::Fma(fx, V::Set1(-0.693359375f), x);
+  x = V::Fma(fx, V::Set1(2.12194440e-4f), x);
+  T y = V::Set1(1.9875691500e-4f);
+  y = V::Fma(y, x, V::Set1(1.3981999507e-3f));
+  y = V::Fma(y, x, V::Set1(8.3334519073e-3f));
+  y = V::Fma(y, x, V::Set1(4.1665795894e-2f));
+  y = V::Fma(y, x, V::Set1(1.6666665459e-1f));
+  y = V::Fma(y, x, V::Set1(5.0000001201e-1f));
+  y = V::Fma(y, V::Mul(x, x), V::Add(x, V::Set1(1.0f)));
+  return V::Mul(y, V::Pow2(fx));
+}
+
+// s[i][c] = scale * dot(q_i, key j0 + c) for RB rows and KB keys: RB x KB
+// accumulators over the head's dimensions (each query and key vector loaded
+// once per step), then one horizontal sum per output; a dimension tail past
+// whole vectors is added in scalar code. s rows are kAttnKeyBlock apart.
+template <class V, int RB, int KB>
+inline void ScoresTile(const float* const* q, const float* K, int64_t ks, int64_t dk, float scale, float* s) {
+  using T = typename V::T;
+  constexpr int64_t kKeys = kAttnKeyBlock;
+  T acc[RB][KB];
+  for (int i = 0; i < RB; ++i)
+    for (int c = 0; c < KB; ++c) acc[i][c] = V::Zero();
+  const int64_t dvec = dk / V::kLanes * V::kLanes;
+  for (int64_t d = 0; d < dvec; d += V::kLanes) {
+    T kv[KB];
+    for (int c = 0; c < KB; ++c) kv[c] = V::Load(K + c * ks + d);
+    for (int i = 0; i < RB; ++i) {
+      const T qv = V::Load(q[i] + d);
+      for (int c = 0; c < KB; ++c) acc[i][c] = V::Fma(qv, kv[c], acc[i][c]);
+    }
+  }
+  for (int i = 0; i < RB; ++i) {
+    float out[KB];
+    if constexpr (KB == 4) {
+      V::Sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3], out);
+    } else {
+      for (int c = 0; c < KB; ++c) out[c] = V::ReduceAdd(acc[i][c]);
+    }
+    for (int64_t d = dvec; d < dk; ++d)
+      for (int c = 0; c < KB; ++c) out[c] += q[i][d] * K[c * ks + d];
+    for (int c = 0; c < KB; ++c) s[i * kKeys + c] = out[c] * scale;
+  }
+}
+
+// o_r[c0 ..) += sum over j < nb of p[r][j] * V[j][c0 ..) for RB rows and CB
+// vectors of dimensions.
+template <class V, int RB, int CB>
+inline void MixTile(const float* p, float* const* o, int64_t c0, const float* Vb, int64_t v_stride, int64_t nb) {
+  using T = typename V::T;
+  constexpr int64_t kKeys = kAttnKeyBlock;
+  T acc[RB][CB];
+  for (int i = 0; i < RB; ++i)
+    for (int c = 0; c < CB; ++c) acc[i][c] = V::Load(o[i] + c0 + c * V::kLanes);
+  for (int64_t j = 0; j < nb; ++j) {
+    const float* vj = Vb + j * v_stride + c0;
+    T vv[CB];
+    for (int c = 0; c < CB; ++c) vv[c] = V::Load(vj + c * V::kLanes);
+    for (int i = 0; i < RB; ++i) {
+      const T pv = V::Set1(p[i * kKeys + j]);
+      for (int c = 0; c < CB; ++c) acc[i][c] = V::Fma(pv, vv[c], acc[i][c]);
+    }
+  }
+  for (int i = 0; i < RB; ++i)
+    for (int c = 0; c < CB; ++c) V::Store(o[i] + c0 + c * V::kLanes, acc[i][c]);
+}
+
+template <class V, int RB, int KB, int CBM>
+void AttnBlockT(const AttnBlockArgs& a) {
+  using T = typename V::T;
+  constexpr int L = V::kLanes;
+  constexpr int64_t kKeys = kAttnKeyBlock;
+  const int64_t R = a.rows, dv = a.dv;
+  float* s = a.scratch;         // R x kKeys: scores, then probabilities
+  float* m = s + R * kKeys;     // R: running maximum
+  float* l = m + R;             // R: running sum
+  int64_t n_max = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    n_max = MaxI(n_max, a.n_keys[r]);
+    m[r] = kNegInf;
+    l[r] = 0.0f;
+    Fill(a.o[r], dv, 0.0f);
+  }
+  const int64_t dv_tiles = dv / (CBM * L) * (CBM * L);
+  const int64_t dv_vecs = dv / L * L;
+  for (int64_t kb = 0; kb < n_max; kb += kKeys) {
+    const int64_t nb = MinI(kKeys, n_max - kb);
+    // 1. Scores of every row against the key block (rows whose keys ended
+    // are overwritten below).
+    const float* Kb = a.K + kb * a.k_stride;
+    int64_t r = 0;
+    for (; r + RB <= R; r += RB) {
+      int64_t j = 0;
+      for (; j + KB <= nb; j += KB) ScoresTile<V, RB, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j < nb; ++j) ScoresTile<V, RB, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+    }
+    for (; r < R; ++r) {
+      int64_t j = 0;
+      for (; j + KB <= nb; j += KB) ScoresTile<V, 1, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j < nb; ++j) ScoresTile<V, 1, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+    }
+    // 2. Mask and online softmax.
+    for (r = 0; r < R; ++r) {
+      float* row = s + r * kKeys;
+      const int64_t valid = MinI(MaxI(a.n_keys[r] - kb, 0), nb);
+      if (valid == 0) {
+        Fill(row, kKeys, 0.0f);
+        continue;
+      }
+      for (int64_t j = valid; j < kKeys; ++j) row[j] = kNegInf;
+      T mx = V::Load(row);
+      for (int64_t j = L; j < kKeys; j += L) mx = V::Max(mx, V::Load(row + j));
+      const float m_new = MaxF(m[r], V::ReduceMax(mx));
+      const T mv = V::Set1(m_new);
+      T sum = V::Zero();
+      for (int64_t j = 0; j < kKeys; j += L) {
+        const T e = ExpV<V>(V::Sub(V::Load(row + j), mv));
+        V::Store(row + j, e);
+        sum = V::Add(sum, e);
+      }
+      // Masked keys: exactly zero (the clamped exp would leave 1e-38).
+      for (int64_t j = valid; j < kKeys; ++j) row[j] = 0.0f;
+      float block_sum = V::ReduceAdd(sum);
+      if (valid < kKeys) {  // the last block of a row: the sum without the masked lanes
+        block_sum = 0.0f;
+        for (int64_t j = 0; j < valid; ++j) block_sum += row[j];
+      }
+      const float corr = m[r] == kNegInf ? 0.0f : V::First(ExpV<V>(V::Set1(m[r] - m_new)));
+      if (corr != 1.0f) {
+        float* o = a.o[r];
+        for (int64_t d = 0; d < dv; ++d) o[d] *= corr;
+      }
+      l[r] = l[r] * corr + block_sum;
+      m[r] = m_new;
+    }
+    // 3. Probabilities times the value block.
+    const float* Vb = a.V + kb * a.v_stride;
+    for (r = 0; r + RB <= R; r += RB) {
+      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, RB, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, RB, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+    }
+    for (; r < R; ++r) {
+      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, 1, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, 1, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+    }
+    if (dv_vecs < dv) {
+      for (r = 0; r < R; ++r) {
+        const float* p = s + r * kKeys;
+        float* o = a.o[r];
+        for (int64_t j = 0; j < nb; ++j)
+          for (int64_t d = dv_vecs; d < dv; ++d) o[d] += p[j] * Vb[j * a.v_stride + d];
+      }
+    }
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    if (l[r] <= 0.0f) continue;  // a row with no keys stays zero
+    const float inv = 1.0f / l[r];
+    float* o = a.o[r];
+    for (int64_t d = 0; d < dv; ++d) o[d] *= inv;
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels
