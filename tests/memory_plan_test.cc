@@ -520,6 +520,23 @@ TEST_F(PlanCli, LargePagesOnGiveTheSameTokens) {
   EXPECT_EQ(Run({"--plan", "--large-pages", "maybe"}).exit_code, 2);
 }
 
+TEST_F(PlanCli, BenchMeasuresPrefillAndDecodeAtADepth) {
+  auto r = Run({"--bench", "-p", "8", "-n", "4", "--bench-depth", "16", "--bench-reps", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("at depth 16"));
+  EXPECT_THAT(r.out, HasSubstr("\"depth\": 16,"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\"prefill_tps_median\": ([0-9.]+)"))) << r.out;
+  EXPECT_GT(std::stod(m[1].str()), 0.0);
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\"decode_tps_median\": ([0-9.]+)"))) << r.out;
+  EXPECT_GT(std::stod(m[1].str()), 0.0);
+  // Past the training context (256): refused before anything runs.
+  auto big = Run({"--bench", "-p", "8", "-n", "4", "--bench-depth", "300"});
+  EXPECT_EQ(big.exit_code, 2) << big.err;
+  EXPECT_THAT(big.err, HasSubstr("training context"));
+  EXPECT_EQ(Run({"--bench", "--bench-depth", "-1"}).exit_code, 2);
+}
+
 TEST_F(PlanCli, BadMemoryOptionsAreUsageErrors) {
   EXPECT_EQ(Run({"--plan", "--ram-budget", "lots"}).exit_code, 2);
   EXPECT_EQ(Run({"--plan", "--vram-budget", "1=4G"}).exit_code, 2);  // no device 1

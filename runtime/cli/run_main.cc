@@ -114,19 +114,35 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
   const int64_t n_prompt = o.bench_prompt, n_gen = BenchGenerated(o);
   SequenceState* state = rc.state;
   std::mt19937 rng(1234);
-  std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+  std::vector<int32_t> prompt(static_cast<size_t>(n_prompt)), depth(static_cast<size_t>(o.bench_depth));
   for (auto& t : prompt) t = static_cast<int32_t>(rng() % model.hp().n_vocab);
+  for (auto& t : depth) t = static_cast<int32_t>(rng() % model.hp().n_vocab);
   std::vector<double> pp, tg;
   // What crossed the backend's seam in the last rep: the prompt's passes, then
   // the decode steps (the first keep_going call comes after the prompt).
   TransferCounts t_start, t_prompt, t_end;
   int64_t n_steps = 0;
-  std::fprintf(stderr, "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, %d threads, %s backend, %d reps\n",
+  std::fprintf(stderr,
+               "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, at depth %lld, %d threads, %s "
+               "backend, %d reps\n",
                std::string(ArchName(model.arch())).c_str(), static_cast<long long>(n_prompt),
-               static_cast<long long>(n_gen), backend.threads(), backend.name().c_str(), o.bench_reps);
+               static_cast<long long>(n_gen), static_cast<long long>(o.bench_depth), backend.threads(),
+               backend.name().c_str(), o.bench_reps);
   for (int rep = 0; rep < o.bench_reps + 1; ++rep) {  // rep 0 warms up
     if (Status cleared = state->Clear(); !cleared.ok()) return Fail(cleared);
     Generator g(model, backend, *state, nullptr);
+    if (!depth.empty()) {  // the context before the measured part, untimed
+      GenerateOptions fill;
+      fill.workspace = rc.workspace;
+      fill.experts = rc.experts;
+      fill.n_predict = 0;
+      fill.ignore_eog = true;
+      fill.sampling.temperature = 0;
+      fill.batch = o.batch;
+      fill.delta_net = o.delta_net_mode;
+      auto filled = g.Generate(depth, fill);
+      if (!filled.ok()) return Fail(filled.status().WithContext("--bench-depth"));
+    }
     GenerateOptions go;
     go.workspace = rc.workspace;
     go.experts = rc.experts;
@@ -170,12 +186,14 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
                static_cast<double>(t_end.up_calls - t_prompt.up_calls + t_end.down_calls - t_prompt.down_calls) /
                    steps);
   std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
+              "\"depth\": %lld, "
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
               "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f, "
               "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f, \"resident_weight_bytes\": %llu, "
               "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f}\n",
               std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
-              static_cast<long long>(n_prompt), static_cast<long long>(n_gen), o.bench_reps, Median(pp), *pmin, *pmax,
+              static_cast<long long>(n_prompt), static_cast<long long>(n_gen), static_cast<long long>(o.bench_depth),
+              o.bench_reps, Median(pp), *pmin, *pmax,
               Median(tg), *gmin, *gmax, mb_per_token, Median(tg) * mb_per_token / 1e3,
               static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out);
   return kExitOk;
@@ -329,7 +347,12 @@ int Main(int argc, char** argv) {
     return Fail(InvalidArgument("--parallel plans several sequences; a one-shot run, --chat and --bench run one (use "
                                 "--parallel with --plan, or with the server)"));
   RunShape shape;
-  shape.n_ctx = o.bench ? o.bench_prompt + BenchGenerated(o) + 1 : o.n_ctx;
+  shape.n_ctx = o.bench ? o.bench_depth + o.bench_prompt + BenchGenerated(o) + 1 : o.n_ctx;
+  if (o.bench && shape.n_ctx > static_cast<int64_t>(model->hp().n_ctx_train))
+    return Fail(InvalidArgument(StrFormat("--bench: depth %lld + prompt %lld + %lld generated tokens is more than the "
+                                          "model's training context %u",
+                                          static_cast<long long>(o.bench_depth), static_cast<long long>(o.bench_prompt),
+                                          static_cast<long long>(BenchGenerated(o)), model->hp().n_ctx_train)));
   shape.batch = o.batch;
   shape.threads = backend->threads();
   shape.logits_all = !o.logits_out.empty();

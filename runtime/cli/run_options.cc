@@ -51,6 +51,9 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("--system", o.system, "system message for --chat");
   app.add_flag("--bench", o.bench, "measure prefill and decode speed (-p N prompt tokens, -n N generated)");
   app.add_option("--bench-reps", o.bench_reps, "benchmark repetitions after a warm-up (default 5)");
+  app.add_option("--bench-depth", o.bench_depth,
+                 "tokens already in the context (processed, not timed) before each measured prefill and decode, as "
+                 "llama-bench -d (default 0)");
 
   auto* serve = app.add_option_group("server", "--serve: an OpenAI-compatible HTTP server (docs/server.md)");
   serve->add_flag("--serve", o.serve,
@@ -81,6 +84,7 @@ Status RunOptions::Validate() {
   if (threads < 0 || threads > 1024) return InvalidArgument(StrFormat("-t %d: expected 1..1024", threads));
   if (batch < 1 || batch > 65536) return InvalidArgument(StrFormat("-b %d: expected 1..65536", batch));
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
+  if (bench_depth < 0 || bench_depth > (1 << 20)) return InvalidArgument("--bench-depth: expected 0..1048576");
   STRATA_ASSIGN_OR_RETURN(delta_net_mode, ParseDeltaNetMode(delta_net));
   auto kind = ParseBackendKind(backend);
   if (!kind.ok())

@@ -40,6 +40,7 @@ struct RunOptions {
   std::string system;
   bool bench = false;
   int64_t bench_prompt = 512;
+  int64_t bench_depth = 0;  // tokens in the context before each measured prefill and decode (llama-bench -d)
   int bench_reps = 5;
   // --serve: an OpenAI-compatible HTTP server (runtime/serve, docs/server.md).
   bool serve = false;
