@@ -388,7 +388,7 @@ TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {
     if (l.item == "forward workspace") workspace = l.bytes;
   }
   ASSERT_TRUE(found) << FormatPlan(*with);
-  auto pad = [lp](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
+  auto pad = [&](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
   const uint64_t state = SequenceState::BytesFor(f.m.model->hp(), 4096);
   EXPECT_EQ(rounding, pad(state) + pad(workspace));
   EXPECT_EQ(with->Heap(), setup->plan.Heap() + rounding);
