@@ -524,6 +524,9 @@ TEST_F(PlanCli, BenchMeasuresPrefillAndDecodeAtADepth) {
   auto r = Run({"--bench", "-p", "8", "-n", "4", "--bench-depth", "16", "--bench-reps", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("at depth 16"));
+  // Where decode time went: the layer ops of this qwen3moe, and the wait.
+  EXPECT_THAT(r.err, ::testing::ContainsRegex("decode time per token [0-9.]+ ms: .*attention .*MoE .*output norm and "
+                                              "head .*waiting for the other threads"));
   EXPECT_THAT(r.out, HasSubstr("\"depth\": 16,"));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\"prefill_tps_median\": ([0-9.]+)"))) << r.out;

@@ -122,6 +122,9 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
   // the decode steps (the first keep_going call comes after the prompt).
   TransferCounts t_start, t_prompt, t_end;
   int64_t n_steps = 0;
+  OpTimes op_times;  // the last rep's decode steps
+  uint64_t sync_prompt = 0, sync_end = 0;
+  double decode_seconds = 0;
   std::fprintf(stderr,
                "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, at depth %lld, %d threads, %s "
                "backend, %d reps\n",
@@ -152,17 +155,24 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
     go.batch = o.batch;
     go.delta_net = o.delta_net_mode;
     go.feed_last = true;
+    op_times = OpTimes{};
+    go.decode_op_times = &op_times;
     t_start = backend.transfers();
     bool prompt_done = false;
     GenerateCallbacks cb;
     cb.keep_going = [&] {
-      if (!prompt_done) t_prompt = backend.transfers();
+      if (!prompt_done) {
+        t_prompt = backend.transfers();
+        sync_prompt = backend.SyncWaitNs();
+      }
       prompt_done = true;
       return true;
     };
     auto r = g.Generate(prompt, go, cb);
     if (!r.ok()) return Fail(r.status());
     t_end = backend.transfers();
+    sync_end = backend.SyncWaitNs();
+    decode_seconds = r->gen_seconds;
     if (!prompt_done) t_prompt = t_end;
     n_steps = r->n_decoded;
     if (rep == 0) continue;
@@ -185,6 +195,24 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
                HumanBytes(t_prompt.down_bytes - t_start.down_bytes).c_str(), step_in, step_out,
                static_cast<double>(t_end.up_calls - t_prompt.up_calls + t_end.down_calls - t_prompt.down_calls) /
                    steps);
+  // Where the last rep's decode time went, by layer op, and how much of it
+  // the calling thread spent waiting for the pool's other threads.
+  if (n_steps > 0 && decode_seconds > 0) {
+    const double per_token_ms = 1e3 / steps;
+    std::string line = StrFormat("  decode time per token %.3f ms:", decode_seconds * per_token_ms);
+    for (int k = 0; k < OpTimes::kCount; ++k) {
+      if (op_times.seconds[k] <= 0) continue;
+      line += StrFormat(" %s %.3f ms (%.0f%%);", OpTimes::Name(k), op_times.seconds[k] * per_token_ms,
+                        100.0 * op_times.seconds[k] / decode_seconds);
+    }
+    const double other = decode_seconds - op_times.Total();
+    line += StrFormat(" sampling and the rest %.3f ms (%.0f%%)", std::max(other, 0.0) * per_token_ms,
+                      100.0 * std::max(other, 0.0) / decode_seconds);
+    const double sync = static_cast<double>(sync_end - sync_prompt) * 1e-9;
+    line += StrFormat("; waiting for the other threads %.3f ms (%.0f%%)", sync * per_token_ms,
+                      100.0 * sync / decode_seconds);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
   std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
               "\"depth\": %lld, "
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "

@@ -1,6 +1,7 @@
 #include "runtime/kernels/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/base/platform.h"
 #if defined(__x86_64__) || defined(__i386__)
@@ -103,12 +104,19 @@ void ThreadPool::Run(int64_t n, int64_t chunk, RangeFn fn) {
 
   RunChunks(tag);
   // Wait for chunks other threads claimed.
-  for (int spins = 0; chunks_done_.load(std::memory_order_acquire) < chunks; ++spins) {
-    if (spins < kCallerSpins) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
+  if (chunks_done_.load(std::memory_order_acquire) < chunks) {
+    const auto wait_start = std::chrono::steady_clock::now();
+    for (int spins = 0; chunks_done_.load(std::memory_order_acquire) < chunks; ++spins) {
+      if (spins < kCallerSpins) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
     }
+    wait_ns_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - wait_start)
+                                                 .count()),
+                       std::memory_order_relaxed);
   }
   busy_.store(false, std::memory_order_release);
 }

@@ -68,6 +68,11 @@ class ThreadPool {
   // i < tasks. For callers that size their own tasks (matrix tiles).
   void RunTasks(int64_t tasks, RangeFn fn);
 
+  // Nanoseconds the calling thread has spent, after running its own chunks,
+  // waiting for chunks other threads claimed (load imbalance plus wake-up
+  // latency): the synchronization share of a run, read by --bench.
+  uint64_t caller_wait_ns() const { return wait_ns_.load(std::memory_order_relaxed); }
+
  private:
   // The job being run. Written by the caller before it publishes the job
   // (release store of claim_), read by a worker only after it has claimed a
@@ -87,6 +92,7 @@ class ThreadPool {
   Job job_;
   // Chunk claim word: bits 40-63 job tag, 20-39 chunk count, 0-19 next chunk.
   std::atomic<uint64_t> claim_{0};
+  std::atomic<uint64_t> wait_ns_{0};
   std::atomic<int64_t> chunks_done_{0};
   std::atomic<uint32_t> generation_{0};  // bumped to wake workers for a job
   std::atomic<bool> stop_{false};

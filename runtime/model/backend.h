@@ -57,6 +57,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual int threads() const { return 1; }
+  // Nanoseconds the calling thread waited for the backend's other threads so
+  // far (0 for a backend without a pool): the synchronization share.
+  virtual uint64_t SyncWaitNs() const { return 0; }
   // Things a user should know once at start (e.g. types without a fast kernel).
   virtual std::vector<std::string> Notes() const { return {}; }
 

@@ -48,6 +48,7 @@ class FastBackend : public CpuBackend {
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
   int threads() const override { return pool_.threads(); }
+  uint64_t SyncWaitNs() const override { return pool_.caller_wait_ns(); }
   std::string name() const override;  // "fast (avx512, 2 threads)"
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
   Status ReserveScratch(uint64_t bytes) override;

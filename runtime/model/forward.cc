@@ -1,6 +1,7 @@
 #include "runtime/model/forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 
 #include "runtime/base/checked_alloc.h"
@@ -11,36 +12,67 @@ namespace {
 
 using R = TensorRole;
 
+// Times one op into `times` when it is set.
+class OpTimer {
+ public:
+  OpTimer(OpTimes* times, int kind) : times_(times), kind_(kind) {
+    if (times_) start_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (times_)
+      times_->seconds[kind_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  OpTimes* times_;
+  int kind_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // The layers, as the architecture's plan describes them, on the backend's
 // ops, after BeginPass (token ids in, embeddings in kX).
-Status RunLayers(const Model& model, Backend& be, float* logits) {
+Status RunLayers(const Model& model, Backend& be, float* logits, OpTimes* times) {
   const HParams& hp = model.hp();
   const ArchSpec& spec = GetArchSpec(model.arch());
+  auto timed = [times](int kind, auto&& op) {
+    OpTimer t(times, kind);
+    return op();
+  };
   for (uint32_t il_u = 0; il_u < hp.n_layer; ++il_u) {
     const int32_t il = static_cast<int32_t>(il_u);
     const LayerPlan layer = spec.Layer(hp, il_u);
     // Mixer.
-    STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kX, model.Get(il, R::kAttnNorm), Act::kH));
+    STRATA_RETURN_IF_ERROR(
+        timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, R::kAttnNorm), Act::kH); }));
     if (layer.mixer == Mixer::kGatedDeltaNet) {
-      STRATA_RETURN_IF_ERROR(be.GatedDeltaNet(il, Act::kH, Act::kY));
+      STRATA_RETURN_IF_ERROR(timed(OpTimes::kDeltaNet, [&] { return be.GatedDeltaNet(il, Act::kH, Act::kY); }));
     } else {
-      STRATA_RETURN_IF_ERROR(be.Attention(il, layer.mixer, Act::kH, Act::kY));
+      STRATA_RETURN_IF_ERROR(
+          timed(OpTimes::kAttention, [&] { return be.Attention(il, layer.mixer, Act::kH, Act::kY); }));
     }
-    STRATA_RETURN_IF_ERROR(be.Add(Act::kX, Act::kY));
+    STRATA_RETURN_IF_ERROR(timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); }));
     // Feed-forward.
-    STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kX, model.Get(il, layer.ffn_norm), Act::kH));
+    STRATA_RETURN_IF_ERROR(
+        timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, layer.ffn_norm), Act::kH); }));
     switch (layer.ffn) {
-      case FfnKind::kDense: STRATA_RETURN_IF_ERROR(be.DenseFfn(il, Act::kH, Act::kY)); break;
-      case FfnKind::kMoe: STRATA_RETURN_IF_ERROR(be.MoeFfn(il, Act::kH, Act::kY)); break;
+      case FfnKind::kDense:
+        STRATA_RETURN_IF_ERROR(timed(OpTimes::kDenseFfn, [&] { return be.DenseFfn(il, Act::kH, Act::kY); }));
+        break;
+      case FfnKind::kMoe:
+        STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
+        break;
       case FfnKind::kMoeSharedExpert:
-        STRATA_RETURN_IF_ERROR(be.MoeFfn(il, Act::kH, Act::kY));
-        STRATA_RETURN_IF_ERROR(be.SharedExpert(il, Act::kH, Act::kY));
+        STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
+        STRATA_RETURN_IF_ERROR(timed(OpTimes::kSharedExpert, [&] { return be.SharedExpert(il, Act::kH, Act::kY); }));
         break;
     }
-    STRATA_RETURN_IF_ERROR(be.Add(Act::kX, Act::kY));
+    STRATA_RETURN_IF_ERROR(timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); }));
   }
   // Output head on the rows asked for; logits out.
-  return be.Logits(model.Get(R::kOutputNorm), model.OutputHead(), logits);
+  return timed(OpTimes::kOutput,
+               [&] { return be.Logits(model.Get(R::kOutputNorm), model.OutputHead(), logits); });
 }
 
 // Checks a batch before anything runs: states, token counts and ids, the
@@ -79,6 +111,19 @@ Status CheckBatch(const Model& model, const Backend& backend, std::span<const Se
 
 }  // namespace
 
+const char* OpTimes::Name(int kind) {
+  switch (kind) {
+    case kNormAdd: return "norms and residual adds";
+    case kAttention: return "attention (projections, kernel, output)";
+    case kDeltaNet: return "gated delta-net";
+    case kDenseFfn: return "dense FFN";
+    case kMoe: return "MoE (router, routing, experts)";
+    case kSharedExpert: return "shared expert";
+    case kOutput: return "output norm and head";
+    default: return "?";
+  }
+}
+
 Status Forward(const Model& model, Backend& backend, SequenceState& state, std::span<const int32_t> tokens,
                const ForwardOptions& options, std::vector<float>* logits) {
   SequenceBatch b{&state, tokens, options.all_logits};
@@ -115,7 +160,7 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
   Status st = backend.BeginPass(d);
   if (!st.ok()) return st;
   try {
-    st = RunLayers(model, backend, logits->data());
+    st = RunLayers(model, backend, logits->data(), options.op_times);
   } catch (const std::bad_alloc&) {
     // Only an allocation outside the workspace gets here: a backend that
     // allocates on its own (the reference backend's row buffer, a FastBackend

@@ -110,6 +110,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   Sampler sampler(o.sampling);
   StopMatcher stop(o.stop_strings);
   fo.all_logits = false;
+  fo.op_times = o.decode_op_times;
   auto t1 = std::chrono::steady_clock::now();
   while (true) {
     if (o.n_predict >= 0 && static_cast<int64_t>(r.tokens.size()) >= o.n_predict) {

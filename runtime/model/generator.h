@@ -33,6 +33,7 @@ struct GenerateOptions {
   ExpertExecutor* experts = nullptr;  // ForwardOptions::experts
   Workspace* workspace = nullptr;     // ForwardOptions::workspace (the run's, from the memory plan)
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // ForwardOptions::delta_net
+  OpTimes* decode_op_times = nullptr;  // the decode steps' ForwardOptions::op_times (--bench)
 };
 
 struct GenerateResult {

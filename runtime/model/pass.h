@@ -49,6 +49,20 @@ enum class DeltaNetMode { kSequential = 0, kChunked = 1 };
 std::string_view DeltaNetModeName(DeltaNetMode m);  // "sequential", "chunked"
 Result<DeltaNetMode> ParseDeltaNetMode(std::string_view name);
 
+// Where a forward pass's time goes, by the layer ops of forward.cc (each op's
+// matrix products included), accumulated over passes when
+// ForwardOptions::op_times is set (--bench).
+struct OpTimes {
+  enum Kind : int { kNormAdd, kAttention, kDeltaNet, kDenseFfn, kMoe, kSharedExpert, kOutput, kCount };
+  static const char* Name(int kind);
+  double seconds[kCount] = {};
+  double Total() const {
+    double t = 0;
+    for (double s : seconds) t += s;
+    return t;
+  }
+};
+
 struct ForwardOptions {
   bool all_logits = false;               // logits for every token, not only the last
   RoutingObserver* observer = nullptr;
@@ -58,6 +72,7 @@ struct ForwardOptions {
   // ForwardWorkspaceBytes for itself.
   Workspace* workspace = nullptr;
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // how gated delta-net layers run a prompt
+  OpTimes* op_times = nullptr;  // set: each layer op is timed into it
 };
 
 // One sequence's part of a batch.
