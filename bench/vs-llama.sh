@@ -7,9 +7,12 @@
 #   STRATA_VS_MODELS="q3-q4km q3-q8 q36-q4km"   models (bench/e2e.sh's shapes; q3-q4km-12 and q36-q4km-12: 12 layers)
 #   STRATA_VS_TESTS="512:64:0 4096:32:0 0:32:4096"  prompt:generated:depth per test (llama-bench -p/-n/-d)
 #   STRATA_VS_ROUNDS=2  STRATA_VS_REPS=3  STRATA_VS_THREADS=2
+#   LLAMA_COMMIT=...  printed beside what llama-bench reports (a build from a tree without .git reports none)
 #
-# Each test runs llama-bench (`-p P -n 0 -d D` then `-p 0 -n N -d D`, -r REPS,
-# JSON) and `strata-run PACK --bench -p P -n N --bench-depth D --bench-reps REPS`,
+# Each test runs llama-bench (`-p P -n 0 -d D` then `-p 0 -n N -d D+P`, -r
+# REPS, JSON) and `strata-run PACK --bench -p P -n N --bench-depth D --bench-reps REPS`
+# (whose decode follows its prompt, so at depth D+P: llama.cpp's is measured
+# at the same depth),
 # round after round, engines alternating; the table gives each engine's
 # median over rounds of its median tok/s, the spread (min-max over rounds),
 # and the ratio of medians. The memory read rate (kernels_bench MemoryRead,
@@ -61,7 +64,7 @@ RES=$(mktemp)
 trap 'rm -f "$RES"' EXIT
 first=$(model "${MODELS%% *}" | cut -d'|' -f1)
 echo "llama-bench: $LLAMA_BENCH, llama.cpp $("$LLAMA_BENCH" -m "$DIR/$first.gguf" -t "$T" -p 1 -n 0 -r 1 -o json 2>/dev/null |
-  jq -r '.[0] | "commit \(.build_commit) (b\(.build_number))"')"
+  jq -r '.[0] | "commit \(.build_commit) (b\(.build_number))"')${LLAMA_COMMIT:+; given as $LLAMA_COMMIT}"
 echo "strata-run: $("$RUN" --version), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "threads $T, $REPS reps per measurement, $ROUNDS rounds, $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 for round in $(seq 1 "$ROUNDS"); do
@@ -77,11 +80,11 @@ for round in $(seq 1 "$ROUNDS"); do
              jq '[.[] | .samples_ts[]] | sort | .[length/2|floor]')
       fi
       if (( n > 0 )); then
-        lg=$("$LLAMA_BENCH" -m "$DIR/$name.gguf" -t "$T" -p 0 -n "$n" -d "$d" -r "$REPS" -o json 2>/dev/null |
+        lg=$("$LLAMA_BENCH" -m "$DIR/$name.gguf" -t "$T" -p 0 -n "$n" -d "$((d + p))" -r "$REPS" -o json 2>/dev/null |
              jq '[.[] | .samples_ts[]] | sort | .[length/2|floor]')
       fi
       # Strata: one --bench run gives both (a prompt of at least 1 token).
-      sp=$(( p > 0 ? p : 1 ))
+      sp=$(( p > 0 ? p : 1 ))  # (with p = 0 Strata's decode is at depth d + 1: one token more than llama.cpp's)
       js=$("$RUN" "$DIR/$name.strata" --bench -p "$sp" -n "$n" --bench-depth "$d" --bench-reps "$REPS" -t "$T" 2>/dev/null)
       spp=$(jq '.prefill_tps_median' <<<"$js")
       stg=$(jq '.decode_tps_median' <<<"$js")
@@ -107,7 +110,8 @@ for (m, test), r in rows.items():
             continue
         l = [x[li] for x in r]; s = [x[si] for x in r]
         lm, sm = statistics.median(l), statistics.median(s)
-        label = f"{kind}{count}" + (f" @ d{d}" if int(d) else "")
+        depth = int(d) + (int(p) if kind == 'tg' else 0)
+        label = f"{kind}{count}" + (f" @ d{depth}" if depth else "")
         print(f"| {m} | {label} | {lm:.1f} ({min(l):.1f}-{max(l):.1f}) | {sm:.1f} ({min(s):.1f}-{max(s):.1f}) | "
               f"{sm / lm if lm else float('nan'):.2f}x |")
 EOF

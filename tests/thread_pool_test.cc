@@ -85,6 +85,33 @@ TEST(ThreadPool, UsesMoreThanOneThread) {
 }
 
 // A ParallelFor inside a job runs inline instead of deadlocking.
+// The caller's wait for chunks other threads run is counted (--bench's
+// "waiting for the other threads"): two chunks meet at a barrier, so each
+// runs on its own thread, and the worker's then takes 30 ms longer.
+TEST(ThreadPool, CountsTheCallersWaitForOtherThreads) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  const uint64_t before = pool.caller_wait_ns();
+  std::atomic<int> arrived{0};
+  bool met = true;
+  pool.RunTasks(2, [&](int64_t, int64_t) {
+    arrived.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (arrived.load() < 2)
+      if (std::chrono::steady_clock::now() > give_up) {
+        met = false;  // one thread ran both (the worker never woke)
+        break;
+      }
+    if (std::this_thread::get_id() != caller) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  });
+  ASSERT_TRUE(met);
+  EXPECT_GE(pool.caller_wait_ns() - before, 20'000'000u);  // most of the worker's extra 30 ms
+  // A pool of one thread never waits.
+  ThreadPool one(1);
+  one.RunTasks(4, [](int64_t, int64_t) {});
+  EXPECT_EQ(one.caller_wait_ns(), 0u);
+}
+
 TEST(ThreadPool, NestedCallsRunInline) {
   ThreadPool pool(2);
   std::atomic<int64_t> sum{0};

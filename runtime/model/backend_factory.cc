@@ -21,6 +21,7 @@ class FastModelBackend : public CpuBackend {
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override { b_->MatMul(w, x, n, y); }
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override { b_->ParallelFor(n, fn); }
   int threads() const override { return b_->threads(); }
+  uint64_t SyncWaitNs() const override { return b_->SyncWaitNs(); }
   std::string name() const override { return b_->name(); }
   std::vector<std::string> Notes() const override { return notes_; }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
