@@ -107,10 +107,6 @@ CommitMemory AvailableCommitMemory() {
   return c;
 }
 
-namespace {
-uint64_t RoundUpTo(uint64_t bytes, uint64_t unit) { return (bytes + unit - 1) / unit * unit; }
-}  // namespace
-
 LargePages QueryLargePages() {
   LargePages lp;
 #ifdef _WIN32
@@ -173,7 +169,7 @@ LargePages QueryLargePages() {
 
 void* AllocateLargePages(uint64_t bytes, uint64_t page_bytes) {
   if (bytes == 0 || page_bytes == 0 || bytes > UINT64_MAX / 2) return nullptr;
-  const uint64_t size = RoundUpTo(bytes, page_bytes);
+  const uint64_t size = LargePageSpan(bytes, page_bytes);
   if (size > static_cast<uint64_t>(SIZE_MAX) - page_bytes) return nullptr;
 #ifdef _WIN32
   return VirtualAlloc(nullptr, static_cast<SIZE_T>(size), MEM_RESERVE | MEM_COMMIT | MEM_LARGE_PAGES, PAGE_READWRITE);
@@ -183,7 +179,7 @@ void* AllocateLargePages(uint64_t bytes, uint64_t page_bytes) {
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = static_cast<uintptr_t>(RoundUpTo(begin, page_bytes));
+  const uintptr_t aligned = static_cast<uintptr_t>(LargePageSpan(begin, page_bytes));
   if (aligned > begin) munmap(raw, aligned - begin);
   const uintptr_t tail = aligned + static_cast<uintptr_t>(size);
   if (begin + span > tail) munmap(reinterpret_cast<void*>(tail), begin + span - tail);
@@ -202,7 +198,7 @@ void FreeLargePages(void* p, uint64_t bytes, uint64_t page_bytes) {
   (void)page_bytes;
   VirtualFree(p, 0, MEM_RELEASE);
 #elif defined(__linux__)
-  munmap(p, static_cast<size_t>(RoundUpTo(bytes, page_bytes)));
+  munmap(p, static_cast<size_t>(LargePageSpan(bytes, page_bytes)));
 #else
   (void)bytes;
   (void)page_bytes;

@@ -42,6 +42,11 @@ struct LargePages {
   std::string why;  // when page_bytes is 0
 };
 LargePages QueryLargePages();
+// What AllocateLargePages maps for `bytes`: whole large pages (the memory
+// plan counts this, the backend's counters too).
+inline uint64_t LargePageSpan(uint64_t bytes, uint64_t page_bytes) {
+  return (bytes + page_bytes - 1) / page_bytes * page_bytes;
+}
 // `bytes` rounded up to whole large pages of `page_bytes`, zeroed, aligned to
 // the large page; nullptr when the OS refuses (fragmented memory, no
 // privilege): the caller falls back to ordinary pages.

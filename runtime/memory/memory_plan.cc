@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <set>
 
+#include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/experts/tiered_executor.h"
@@ -216,7 +217,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
   if (const uint64_t lp = in.large_page_bytes) {
     // The backend puts each buffer of a large page or more on large pages,
     // rounded up to whole ones (CpuBackend::AllocateHost).
-    auto pad = [lp](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
+    auto pad = [lp](uint64_t b) { return b >= lp ? LargePageSpan(b, lp) - b : 0; };
     uint64_t extra = static_cast<uint64_t>(in.parallel) * pad(per_seq) + pad(workspace);
     if (recurrent && in.recurrent_snapshots) extra += static_cast<uint64_t>(in.parallel) * pad(recurrent);
     add("large-page rounding", PlanPool::kHeap, extra, true,

@@ -66,7 +66,7 @@ Result<uint8_t*> CpuBackend::AllocateHost(uint64_t bytes, std::string_view what)
     if (void* lp = AllocateLargePages(bytes, large_page_bytes_)) {  // zeroed by the OS
       large_blocks_.emplace_back(static_cast<uint8_t*>(lp), large_page_bytes_);
       ++large_counts_.buffers;
-      large_counts_.bytes += (bytes + large_page_bytes_ - 1) / large_page_bytes_ * large_page_bytes_;
+      large_counts_.bytes += LargePageSpan(bytes, large_page_bytes_);
       return static_cast<uint8_t*>(lp);
     }
     ++large_counts_.refused;
@@ -87,7 +87,7 @@ void CpuBackend::FreeHost(uint8_t* p, uint64_t bytes) {
   large_blocks_.erase(it);
   FreeLargePages(p, bytes, page);
   --large_counts_.buffers;
-  large_counts_.bytes -= (bytes + page - 1) / page * page;
+  large_counts_.bytes -= LargePageSpan(bytes, page);
 }
 
 Result<BackendBuffer> CpuBackend::Allocate(uint64_t bytes, std::string_view what) {
@@ -340,16 +340,15 @@ namespace {
 // The blocked kernel (kernels::AttnBlockFn) takes query rows in blocks of
 // about kAttnRows: consecutive tokens of one sequence x a GQA group.
 constexpr int64_t kAttnRows = 32;
-int64_t AttnTokensPerBlock(const HParams& hp) {
-  const int64_t group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
-  return std::max<int64_t>(1, kAttnRows / group);
-}
+int64_t AttnGroup(const HParams& hp) { return std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1)); }
+int64_t AttnTokensPerBlock(const HParams& hp) { return std::max<int64_t>(1, kAttnRows / AttnGroup(hp)); }
+// Query rows of one job at most: a block of tokens x the group.
+int64_t AttnRowsPerJob(const HParams& hp) { return AttnTokensPerBlock(hp) * AttnGroup(hp); }
 // Floats of scratch per task: a scores row of max_keys (the row-by-row loops)
 // or the blocked kernel's scratch, its row pointers and key counts, whichever
 // is larger: both paths take the same, so the workspace is one size.
 int64_t AttnTaskFloats(const HParams& hp, int64_t max_keys) {
-  const int64_t group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
-  const int64_t rows = AttnTokensPerBlock(hp) * group;
+  const int64_t rows = AttnRowsPerJob(hp);
   const int64_t blocked = kernels::AttnBlockScratchFloats(rows) +
                           rows * static_cast<int64_t>((2 * sizeof(float*) + sizeof(int64_t)) / sizeof(float));
   return (std::max(max_keys, blocked) + 15) / 16 * 16;  // each task's scratch on a cache line
@@ -492,14 +491,16 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
     }
     block_start[n_blocks] = n;
     const int64_t block_jobs = n_blocks * Hkv;
-    const int64_t rows_max = per_block * group;
+    const int64_t rows_max = AttnRowsPerJob(hp);
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {
-        float* scratch = scores_all + task * task_floats;
-        float* kernel_scratch = scratch;
-        auto* q_rows = reinterpret_cast<const float**>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max));
-        auto* o_rows = reinterpret_cast<float**>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max) + 2 * rows_max);
-        auto* n_keys = reinterpret_cast<int64_t*>(kernel_scratch + kernels::AttnBlockScratchFloats(rows_max) + 4 * rows_max);
+        // The task's scratch (AttnTaskFloats): the kernel's, then the row
+        // pointers and key counts (8 bytes, 2 floats each).
+        float* kernel_scratch = scores_all + task * task_floats;
+        float* tables = kernel_scratch + kernels::AttnBlockScratchFloats(rows_max);
+        auto* q_rows = reinterpret_cast<const float**>(tables);
+        auto* o_rows = reinterpret_cast<float**>(tables + 2 * rows_max);
+        auto* n_keys = reinterpret_cast<int64_t*>(tables + 4 * rows_max);
         for (int64_t job = task; job < block_jobs; job += tasks) {
           const int64_t b = job / Hkv, kvh = job % Hkv;
           int64_t rows = 0;
