@@ -1,6 +1,6 @@
 # Third-party libraries, under one name on every platform:
 #   strata::flatbuffers strata::zstd strata::cli11 strata::json strata::xxhash
-#   strata::utf8proc strata::httplib  (and GTest::*, benchmark::* as found)
+#   strata::utf8proc strata::httplib strata::asio  (and GTest::*, benchmark::* as found)
 # Linux: Debian's packages (CMake configs, pkg-config). Windows (MinGW-w64
 # cross build, scripts/build-windows.sh): headers and static libraries under
 # STRATA_WINDOWS_PREFIX, built from Debian's source packages.
@@ -32,6 +32,9 @@ if(NOT WIN32)
   strata_dep(xxhash PkgConfig::XXHASH)
   strata_dep(utf8proc PkgConfig::UTF8PROC)
   strata_dep(httplib PkgConfig::HTTPLIB)
+  # Boost.Beast and Asio (header-only) for the server's HTTP layer.
+  find_package(Boost 1.74 REQUIRED)
+  strata_dep(asio Boost::headers Threads::Threads)
 else()
   # strata_windows_header(VAR header): the include folder holding `header`.
   macro(strata_windows_header var header)
@@ -64,4 +67,11 @@ else()
   # cpp-httplib as the source package ships it: one header, over Winsock.
   strata_dep(httplib ws2_32)
   target_include_directories(strata_dep_httplib SYSTEM INTERFACE ${STRATA_HTTPLIB_INCLUDE})
+  # Boost.Beast and Asio: Debian's headers (scripts/build-windows.sh links
+  # them into the prefix), over Winsock, for Windows 10 and later.
+  find_path(STRATA_BOOST_INCLUDE boost/beast.hpp PATH_SUFFIXES boost-include REQUIRED)
+  strata_dep(asio ws2_32 mswsock)
+  target_include_directories(strata_dep_asio SYSTEM INTERFACE ${STRATA_BOOST_INCLUDE})
+  target_compile_definitions(strata_dep_asio INTERFACE _WIN32_WINNT=0x0A00)
 endif()
+target_compile_definitions(strata_dep_asio INTERFACE BOOST_ASIO_NO_DEPRECATED BOOST_BEAST_USE_STD_STRING_VIEW)

@@ -28,7 +28,7 @@ PACKAGES=(
   g++-mingw-w64-x86-64-posix wine wine64 dpkg-dev zip
   cmake ninja-build ccache pkg-config
   flatbuffers-compiler libflatbuffers-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
-  googletest libzstd-dev libutf8proc-dev libcpp-httplib-dev
+  googletest libzstd-dev libutf8proc-dev libcpp-httplib-dev libboost-dev
 )
 source scripts/apt-install.sh
 strata_apt_install build-windows "${PACKAGES[@]}"
@@ -110,6 +110,10 @@ for d in flatbuffers nlohmann CLI; do
   rm -rf "${PREFIX:?}/include/$d" && cp -a "/usr/include/$d" "$PREFIX/include/$d"
 done
 cp -a /usr/include/xxhash.h "$PREFIX/include/xxhash.h"
+# Boost (Beast, Asio; header-only): Debian's headers, linked rather than
+# copied (about 150 MB); the MinGW build finds them through the prefix.
+mkdir -p "$PREFIX/boost-include"
+ln -sfn /usr/include/boost "$PREFIX/boost-include/boost"
 
 # --- Strata -----------------------------------------------------------------
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
@@ -190,7 +194,7 @@ done | tr 'A-Z' 'a-z' | sort -u | while read -r dll; do
 done
 cp README.md "$stage/"
 mkdir -p "$stage/licenses"
-for pkg in libzstd-dev libutf8proc-dev libcpp-httplib-dev libflatbuffers-dev libcli11-dev nlohmann-json3-dev libxxhash-dev gcc-mingw-w64-x86-64-posix-runtime mingw-w64-common; do
+for pkg in libzstd-dev libutf8proc-dev libcpp-httplib-dev libboost1.74-dev libflatbuffers-dev libcli11-dev nlohmann-json3-dev libxxhash-dev gcc-mingw-w64-x86-64-posix-runtime mingw-w64-common; do
   [[ -f "/usr/share/doc/$pkg/copyright" ]] && cp "/usr/share/doc/$pkg/copyright" "$stage/licenses/$pkg.copyright"
 done
 [[ -f LICENSE ]] && cp LICENSE "$stage/licenses/strata.LICENSE"

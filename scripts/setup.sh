@@ -12,7 +12,8 @@ PACKAGES=(
   flatbuffers-compiler libflatbuffers-dev
   libzstd-dev libxxhash-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcpp-httplib-dev nlohmann-json3-dev
+  libboost-dev                           # Boost.Beast + Asio (header-only): the server's HTTP layer
+  libcpp-httplib-dev nlohmann-json3-dev  # httplib: the tests' HTTP client
   libutf8proc-dev                        # Unicode categories for the tokenizers
 )
 

@@ -16,7 +16,8 @@ std::atomic<bool> g_armed[kSites] = {};
 std::atomic<bool> g_from_env{false};  // report fired faults on stderr
 std::atomic<int64_t> g_calls[kSites] = {};
 
-const char* kEnvNames[kSites] = {"open", "map", "allocate", "write", "rename", "device-allocate", "device-upload"};
+const char* kEnvNames[kSites] = {"open", "map", "allocate", "write", "rename", "device-allocate", "device-upload",
+                                 "serve-step", "serve-handler"};
 
 // STRATA_FAULT=SITE:SKIP[,...], read once before main.
 struct EnvFaults {
@@ -57,6 +58,8 @@ const char* FaultSiteName(FaultSite site) {
     case FaultSite::kFileRename: return "file rename";
     case FaultSite::kDeviceAllocate: return "device allocation";
     case FaultSite::kDeviceUpload: return "device upload";
+    case FaultSite::kServeStep: return "server step";
+    case FaultSite::kServeHandler: return "server handler";
     case FaultSite::kCount: break;
   }
   return "?";

@@ -6,7 +6,7 @@
 //
 // In-process tests call ArmFault. A test that runs a program sets
 // STRATA_FAULT=SITE:SKIP[,SITE:SKIP...] (SITE: open, map, allocate, write,
-// rename, device-allocate, device-upload); the program then fails that call
+// rename, device-allocate, device-upload, serve-step, serve-handler); the program then fails that call
 // and says so on stderr ("strata: injected fault: allocation, call N"), so
 // the test knows the fault fired.
 
@@ -22,6 +22,8 @@ enum class FaultSite : uint8_t {
   kFileRename,
   kDeviceAllocate,  // expert-slot memory of a device tier (runtime/experts)
   kDeviceUpload,    // copying an expert's weights into a device slot
+  kServeStep,       // a scheduler step of the server throws (runtime/serve)
+  kServeHandler,    // an HTTP handler of the server throws
   kCount,
 };
 

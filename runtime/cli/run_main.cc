@@ -315,6 +315,11 @@ int Serve(const RunOptions& o) {
   if (so.api_key.empty())
     if (const char* env = std::getenv("STRATA_API_KEY")) so.api_key = env;
   so.cors_origin = o.cors_origin;
+  so.allowed_hosts = o.allowed_hosts;
+  so.max_connections = o.max_connections;
+  so.test_head_deadline_ms = o.test_head_deadline_ms;
+  so.test_body_deadline_ms = o.test_body_deadline_ms;
+  so.test_idle_ms = o.test_idle_ms;
   so.batch = o.batch;
   so.max_body = o.max_body;
   so.sampling = o.sampling;

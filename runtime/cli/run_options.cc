@@ -68,12 +68,23 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
       ->check(CLI::Range(0, 60000));
   hooks->add_option("--test-step-delay-ms", o.test_step_delay_ms, "tests: pause this long before each step")
       ->check(CLI::Range(0, 60000));
+  hooks->add_option("--test-head-deadline-ms", o.test_head_deadline_ms, "tests: the request-head deadline")
+      ->check(CLI::Range(0, 60000));
+  hooks->add_option("--test-body-deadline-ms", o.test_body_deadline_ms, "tests: the request-body deadline")
+      ->check(CLI::Range(0, 60000));
+  hooks->add_option("--test-idle-ms", o.test_idle_ms, "tests: the keep-alive idle limit")->check(CLI::Range(0, 60000));
   serve->add_option("--api-key", o.api_key,
                     "require this key (Authorization: Bearer KEY) on every endpoint but /health and the chat page; "
                     "default: the STRATA_API_KEY environment variable, else none");
   serve->add_option("--cors-origin", o.cors_origin,
                     "allow web pages from this origin (e.g. http://localhost:3000, or *) to call the API "
                     "(default: none)");
+  serve->add_option("--allowed-host", o.allowed_hosts,
+                    "a name clients may use in the Host header besides the listening address (repeatable; '*': any, "
+                    "which gives up the DNS-rebinding guard)");
+  serve->add_option("--max-connections", o.max_connections,
+                    "open connections at most; one more gets 503 at once (default 1024; the file-descriptor limit "
+                    "may lower it)");
   serve->add_option("--max-body", o.max_body, "largest request body in bytes; larger ones get 413 (default 16 MiB)");
   AddMemoryFlags(app, o.memory);
 }
@@ -100,6 +111,8 @@ Status RunOptions::Validate() {
     if (port < 0 || port > 65535) return InvalidArgument(StrFormat("--port %d: expected 0..65535", port));
     if (queue < 0 || queue > 4096) return InvalidArgument(StrFormat("--queue %d: expected 0..4096", queue));
     if (host.empty()) return InvalidArgument("--host: give an address, e.g. 127.0.0.1");
+    if (max_connections < 4 || max_connections > 65536)
+      return InvalidArgument(StrFormat("--max-connections %d: expected 4..65536", max_connections));
     if (max_body < 1024 || max_body > (1u << 30)) return InvalidArgument("--max-body: expected 1024..1073741824");
     if (n_predict == 0) return InvalidArgument("-n 0 with --serve: give the default max_tokens (>= 1), or -1 for none");
     return sampling.Validate();

@@ -49,8 +49,11 @@ struct RunOptions {
   int queue = 64;
   int test_load_delay_ms = 0;  // --test-load-delay-ms (hidden): tests hold the loading phase open
   int test_step_delay_ms = 0;  // --test-step-delay-ms (hidden): tests slow every scheduler step
+  int test_head_deadline_ms = 0, test_body_deadline_ms = 0, test_idle_ms = 0;
   std::string api_key;
   std::string cors_origin;
+  std::vector<std::string> allowed_hosts;
+  int max_connections = 1024;
   size_t max_body = 16u << 20;
   MemoryFlags memory;  // the memory plan and the expert tiers (memory_flags.h)
 

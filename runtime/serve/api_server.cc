@@ -1,13 +1,13 @@
 #include "runtime/serve/api_server.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
+#include "runtime/base/fault_injection.h"
 #include "runtime/base/strings.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/metrics_text.h"
@@ -28,14 +28,32 @@ constexpr auto kKeepAlive = std::chrono::milliseconds(500);
 // response; a later one is preceded by keep-alive whitespace.
 constexpr auto kQuickAnswer = std::chrono::milliseconds(300);
 
-void SendJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
+void SendJson(HttpResponse& res, int status, const json& body) { res.Send(status, "application/json", Dump(body)); }
+
+void SendError(HttpResponse& res, const ApiError& e) { res.Send(e.status, "application/json", e.Body()); }
+
+HttpRefusal Refuse(const ApiError& e) { return HttpRefusal{e.status, e.Body(), {}}; }
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
 }
 
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(e.Body(), "application/json");
+bool IsLoopbackName(std::string_view h) {
+  return h == "localhost" || h == "::1" || h.rfind("127.", 0) == 0 || h.ends_with(".localhost");
+}
+
+// A literal IPv4 or IPv6 address (what a DNS-rebinding page cannot send as Host).
+bool IsIpLiteral(std::string_view h) {
+  if (h.find(':') != std::string_view::npos) return true;  // SplitHostHeader only lets ':' through inside [...]
+  int dots = 0;
+  for (char c : h) {
+    if (c == '.') ++dots;
+    else if (c < '0' || c > '9') return false;
+  }
+  return dots == 3;
 }
 
 uint64_t RandomU64() {
@@ -197,55 +215,40 @@ std::optional<ApiError> OptionalBool(const json& j, const char* name, bool* out)
   return std::nullopt;
 }
 
-// Given to httplib with a chunked response: a response that did not finish
-// (the client went) cancels its job.
-std::function<void(bool)> CancelIfUnfinished(const std::shared_ptr<Exchange>& x) {
-  return [x](bool success) {
-    if (!success) x->scheduler->Cancel(x->job);
-  };
-}
-
 // A streamed answer: server-sent events as the tokens come, keep-alive
 // comments while none do; the job is cancelled if the client goes.
-void StreamAnswer(httplib::Response& res, const std::shared_ptr<Exchange>& x) {
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [x](size_t, httplib::DataSink& sink) {
-        auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
-        auto gone = [&] {
-          x->scheduler->Cancel(x->job);
-          return false;
-        };
-        if (x->kind == ApiKind::kChat && !write(Event(x->Chunk("", nullptr, /*role=*/true)))) return gone();
-        while (true) {
-          JobUpdate u;
-          if (!x->job->Wait(kKeepAlive, &u)) {
-            if (!write(": keep-alive\n\n")) return gone();
-            continue;
-          }
-          if (!u.text.empty() && !write(Event(x->Chunk(u.text, nullptr, false)))) return gone();
-          if (!u.done) continue;
-          x->Absorb(u);
-          if (x->error) {
-            write(Event(x->error->ToJson()));
-          } else {
-            if (!write(Event(x->Chunk("", x->Reason(), false)))) return gone();
-            if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
-            if (!write("data: [DONE]\n\n")) return gone();
-          }
-          sink.done();
-          return true;
-        }
-      },
-      CancelIfUnfinished(x));
+void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
+  res.AddHeader("Cache-Control", "no-cache");
+  res.AddHeader("X-Accel-Buffering", "no");
+  auto gone = [&] { x->scheduler->Cancel(x->job); };
+  if (!res.Begin(200, "text/event-stream")) return gone();
+  auto write = [&](const std::string& text) { return res.Write(text); };
+  if (x->kind == ApiKind::kChat && !write(Event(x->Chunk("", nullptr, /*role=*/true)))) return gone();
+  while (true) {
+    JobUpdate u;
+    if (!x->job->Wait(kKeepAlive, &u)) {
+      if (!write(": keep-alive\n\n")) return gone();
+      continue;
+    }
+    if (!u.text.empty() && !write(Event(x->Chunk(u.text, nullptr, false)))) return gone();
+    if (!u.done) continue;
+    x->Absorb(u);
+    if (x->error) {
+      write(Event(x->error->ToJson()));
+    } else {
+      if (!write(Event(x->Chunk("", x->Reason(), false)))) return gone();
+      if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
+      if (!write("data: [DONE]\n\n")) return gone();
+    }
+    res.End();
+    return;
+  }
 }
 
 // An answer at once when it is quick (with the right status on error);
 // otherwise a 200 whose body begins with keep-alive whitespace (valid before
 // a JSON value) until the answer is ready.
-void AnswerWhenDone(httplib::Response& res, const std::shared_ptr<Exchange>& x) {
+void AnswerWhenDone(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   const auto deadline = Clock::now() + kQuickAnswer;
   while (!x->done) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -258,32 +261,34 @@ void AnswerWhenDone(httplib::Response& res, const std::shared_ptr<Exchange>& x) 
     return SendJson(res, 200, x->Answer());
   }
   // A slow one: keep-alive whitespace until the answer is ready.
-  res.set_chunked_content_provider(
-      "application/json",
-      [x](size_t, httplib::DataSink& sink) {
-        auto last_write = Clock::now();
-        while (!x->done) {
-          JobUpdate u;
-          if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
-          if (x->done || Clock::now() - last_write < kKeepAlive) continue;
-          if (!sink.write(" ", 1)) {
-            x->scheduler->Cancel(x->job);
-            return false;
-          }
-          last_write = Clock::now();
-        }
-        const std::string body = x->error ? x->error->Body() : Dump(x->Answer());
-        if (!sink.write(body.data(), body.size())) return false;
-        sink.done();
-        return true;
-      },
-      CancelIfUnfinished(x));
+  if (!res.Begin(200, "application/json")) return x->scheduler->Cancel(x->job);
+  auto last_write = Clock::now();
+  while (!x->done) {
+    JobUpdate u;
+    if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
+    if (x->done || Clock::now() - last_write < kKeepAlive) continue;
+    if (!res.Write(" ")) return x->scheduler->Cancel(x->job);
+    last_write = Clock::now();
+  }
+  if (res.Write(x->error ? x->error->Body() : Dump(x->Answer()))) res.End();
 }
 
 }  // namespace
 
-ApiServer::ApiServer(const ServeOptions& options) : options_(options), http_(std::make_unique<httplib::Server>()) {
-  Routes();
+ApiServer::ApiServer(const ServeOptions& options) : options_(options) {
+  HttpLimits limits;
+  limits.max_body = options_.max_body;
+  limits.max_connections = options_.max_connections;
+  // Every running or queued generation holds a worker while it waits; the
+  // rest serve everything else.
+  limits.handler_threads = options_.parallel + options_.queue + 8;
+  using Ms = std::chrono::milliseconds;
+  if (options_.test_head_deadline_ms > 0) limits.head_deadline = Ms(options_.test_head_deadline_ms);
+  if (options_.test_body_deadline_ms > 0) limits.body_deadline = Ms(options_.test_body_deadline_ms);
+  if (options_.test_idle_ms > 0) limits.keep_alive_idle = Ms(options_.test_idle_ms);
+  http_ = std::make_unique<HttpServer>(
+      limits, [this](const HttpRequest& head) { return CheckHead(head); },
+      [this](const HttpRequest& req, HttpResponse& res) { Handle(req, res); });
 }
 
 ApiServer::~ApiServer() = default;
@@ -291,166 +296,165 @@ ApiServer::~ApiServer() = default;
 void ApiServer::SetReady(const ServingModel* m) { ready_.store(m, std::memory_order_release); }
 
 Result<int> ApiServer::Bind() {
-  if (options_.port == 0) {
-    int port = http_->bind_to_any_port(options_.host);
-    if (port < 0) return IoError(StrFormat("cannot listen on %s (any port)", options_.host.c_str()));
-    return port;
-  }
-  if (!http_->bind_to_port(options_.host, options_.port))
-    return IoError(StrFormat("cannot listen on %s:%d: the address is in use, not local, or not permitted",
-                             options_.host.c_str(), options_.port));
-  return options_.port;
+  STRATA_ASSIGN_OR_RETURN(port_, http_->Bind(options_.host, options_.port));
+  return port_;
 }
 
-void ApiServer::Listen() {
-  http_->listen_after_bind();
-  listen_returned_.store(true);
-}
+void ApiServer::Listen() { http_->Run(); }
+void ApiServer::BeginShutdown() { http_->BeginShutdown(); }
+void ApiServer::Stop() { http_->Stop(); }
+HttpCounters ApiServer::Counters() const { return http_->Counters(); }
 
-void ApiServer::Stop() {
-  // httplib's stop() does nothing before listening has begun; a server that
-  // fails to load right after binding must still stop.
-  while (!http_->is_running() && !listen_returned_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  http_->stop();
-}
-
-void ApiServer::Routes() {
-  ConfigureHttp();
-  httplib::Server& s = *http_;
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    return PreRoute(req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
-  });
-  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) { OnHttpError(req, res); });
-  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    OnException(req, res, ep);
-  });
-  using Handler = void (ApiServer::*)(const httplib::Request&, httplib::Response&);
-  auto get = [&](const char* path, Handler h) {
-    s.Get(path, [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); });
+const ApiServer::Route* ApiServer::FindRoute(std::string_view path) {
+  static const std::pair<std::string_view, Route> kRoutes[] = {
+      {"/", {&ApiServer::HandlePage, false, true}},
+      {"/index.html", {&ApiServer::HandlePage, false, true}},
+      {"/health", {&ApiServer::HandleHealth, false, true}},
+      {"/v1/health", {&ApiServer::HandleHealth, false, true}},
+      {"/v1/models", {&ApiServer::HandleModels, false, false}},
+      {"/models", {&ApiServer::HandleModels, false, false}},
+      {"/metrics", {&ApiServer::HandleMetrics, false, false}},
+      {"/tokenize", {&ApiServer::HandleTokenize, true, false}},
+      {"/detokenize", {&ApiServer::HandleDetokenize, true, false}},
+      {"/v1/chat/completions", {&ApiServer::HandleChat, true, false}},
+      {"/chat/completions", {&ApiServer::HandleChat, true, false}},
+      {"/v1/completions", {&ApiServer::HandleCompletion, true, false}},
+      {"/completions", {&ApiServer::HandleCompletion, true, false}},
   };
-  auto post = [&](const char* path, Handler h) {
-    s.Post(path, [this, h](const httplib::Request& req, httplib::Response& res) { (this->*h)(req, res); });
+  for (const auto& [p, r] : kRoutes)
+    if (p == path) return &r;
+  return nullptr;
+}
+
+std::vector<HttpHeader> ApiServer::CorsHeaders() const {
+  if (options_.cors_origin.empty()) return {};
+  std::vector<HttpHeader> h = {{"Access-Control-Allow-Origin", options_.cors_origin}};
+  if (options_.cors_origin != "*") h.push_back({"Vary", "Origin"});
+  return h;
+}
+
+// The Host header must name this server: the listening address, or (on
+// loopback) localhost and the loopback addresses, or (on every interface)
+// any address literal; other names only with --allowed-host. A page on
+// another site that rebinds its name to 127.0.0.1 sends its own name.
+std::optional<HttpRefusal> ApiServer::CheckHost(const HttpRequest& head) const {
+  const auto value = head.Header("Host");
+  if (!value) return Refuse(BadRequest("the request has no Host header", "", "missing_host"));
+  std::string host;
+  int port = -1;
+  if (!SplitHostHeader(*value, &host, &port))
+    return Refuse(BadRequest("the Host header '" + LogSafe(*value) + "' is not a host[:port]", "", "invalid_host"));
+  for (const std::string& allowed : options_.allowed_hosts)
+    if (allowed == "*" || IEquals(allowed, host)) return std::nullopt;
+  std::string listen = options_.host;
+  for (char& c : listen) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool wildcard = listen == "0.0.0.0" || listen == "::";
+  bool ok = host == listen || (IsLoopbackName(listen) && IsLoopbackName(host)) ||
+            (wildcard && (IsIpLiteral(host) || IsLoopbackName(host)));
+  if (ok && port >= 0 && port != port_) ok = false;
+  if (ok) return std::nullopt;
+  return Refuse(ApiError{403, "permission_error", "host_not_allowed",
+                         "the Host header '" + LogSafe(*value) + "' does not name this server (" + options_.host +
+                             ":" + std::to_string(port_) + "); start it with --allowed-host NAME to accept that name",
+                         ""});
+}
+
+// A browser names the page's origin; one that is not this server's own
+// (http://HOST as the Host header says) needs --cors-origin.
+std::optional<HttpRefusal> ApiServer::CheckOrigin(const HttpRequest& head) const {
+  const auto origin = head.Header("Origin");
+  if (!origin) return std::nullopt;
+  const auto host = head.Header("Host");
+  if (host && IEquals(*origin, "http://" + std::string(*host))) return std::nullopt;
+  if (options_.cors_origin == "*" || (!options_.cors_origin.empty() && IEquals(*origin, options_.cors_origin)))
+    return std::nullopt;
+  return Refuse(ApiError{403, "permission_error", "origin_not_allowed",
+                         "cross-origin request from '" + LogSafe(*origin) +
+                             "' refused; start the server with --cors-origin ORIGIN to allow it",
+                         ""});
+}
+
+// Before any body is read: Host, Origin (and CORS preflight), the API key,
+// "loading", the route and method, and the body's type.
+std::optional<HttpRefusal> ApiServer::CheckHead(const HttpRequest& head) const {
+  auto with_cors = [&](HttpRefusal r) {
+    for (HttpHeader& h : CorsHeaders()) r.headers.push_back(std::move(h));
+    return r;
   };
-  get("/", &ApiServer::HandlePage);
-  get("/index.html", &ApiServer::HandlePage);
-  get("/health", &ApiServer::HandleHealth);
-  get("/v1/health", &ApiServer::HandleHealth);
-  get("/v1/models", &ApiServer::HandleModels);
-  get("/models", &ApiServer::HandleModels);
-  get("/metrics", &ApiServer::HandleMetrics);
-  post("/tokenize", &ApiServer::HandleTokenize);
-  post("/detokenize", &ApiServer::HandleDetokenize);
-  post("/v1/chat/completions", &ApiServer::HandleChat);
-  post("/chat/completions", &ApiServer::HandleChat);
-  post("/v1/completions", &ApiServer::HandleCompletion);
-  post("/completions", &ApiServer::HandleCompletion);
-}
-
-// Limits, threads and socket options of the HTTP layer.
-void ApiServer::ConfigureHttp() {
-  httplib::Server& s = *http_;
-  // Threads: every running or queued request holds one while it waits, and
-  // idle keep-alive connections hold one for up to the keep-alive timeout.
-  const size_t threads = static_cast<size_t>(options_.parallel + options_.queue + 8);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_payload_max_length(options_.max_body);
-  // httplib's default also sets SO_REUSEPORT, with which a second server
-  // could bind the same port and silently take half the connections.
-  s.set_socket_options([](socket_t sock) {
-    int yes = 1;
-#ifdef _WIN32
-    setsockopt(sock, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&yes), sizeof(yes));
-#else
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));  // restart while old connections linger
-#endif
-  });
-  s.set_tcp_nodelay(true);
-  s.set_keep_alive_timeout(2);  // also bounds how long shutdown waits for idle connections
-  s.set_read_timeout(30);
-  s.set_write_timeout(10);
-}
-
-// Before any route: CORS headers and preflight, the API key, "loading".
-// True when the request was answered here.
-bool ApiServer::PreRoute(const httplib::Request& req, httplib::Response& res) {
-  if (!options_.cors_origin.empty()) {
-    res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
-    if (options_.cors_origin != "*") res.set_header("Vary", "Origin");
-    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
-    res.set_header("Access-Control-Max-Age", "600");
-  }
-  if (req.method == "OPTIONS") {  // CORS preflight: never needs the key
-    res.status = 204;
-    return true;
-  }
-  const std::string& p = req.path;
-  const bool is_public = p == "/health" || p == "/v1/health" || p == "/" || p == "/index.html";
-  if (!is_public && !options_.api_key.empty()) {
-    std::string key;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0) key = auth.substr(7);
-    else key = req.get_header_value("X-Api-Key");
-    if (!ConstantTimeEquals(key, options_.api_key)) {
-      SendError(res, Unauthorized());
-      return true;
+  if (auto r = CheckHost(head)) return with_cors(*r);
+  if (auto r = CheckOrigin(head)) return with_cors(*r);
+  if (head.method == "OPTIONS") {  // CORS preflight (the origin passed): never needs the key
+    HttpRefusal r{204, "", CorsHeaders()};
+    if (!options_.cors_origin.empty()) {
+      r.headers.push_back({"Access-Control-Allow-Methods", "GET, POST, OPTIONS"});
+      r.headers.push_back({"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key"});
+      r.headers.push_back({"Access-Control-Max-Age", "600"});
     }
+    return r;
   }
-  if (!ready() && !is_public) {
-    SendError(res, Loading());
-    return true;
+  const Route* route = FindRoute(head.path);
+  const bool is_public = route && route->is_public;
+  if (!is_public && !options_.api_key.empty()) {
+    std::string_view key;
+    const auto auth = head.Header("Authorization");
+    if (auth && auth->rfind("Bearer ", 0) == 0) key = auth->substr(7);
+    else if (auto k = head.Header("X-Api-Key")) key = *k;
+    if (!ConstantTimeEquals(key, options_.api_key)) return with_cors(Refuse(Unauthorized()));
   }
-  return false;
+  if (!route)
+    return with_cors(Refuse(NotFoundError(StrFormat("no endpoint %s %s", LogSafe(head.method, 16).c_str(),
+                                                    LogSafe(head.path).c_str()))));
+  const char* want = route->post ? "POST" : "GET";
+  if (head.method != want) {
+    HttpRefusal r = Refuse(ApiError{405, "invalid_request_error", "method_not_allowed",
+                                    StrFormat("%s takes %s, not %s", LogSafe(head.path).c_str(), want,
+                                              LogSafe(head.method, 16).c_str()),
+                                    ""});
+    r.headers.push_back({"Allow", want});
+    return with_cors(r);
+  }
+  if (!ready() && !is_public) return with_cors(Refuse(Loading()));
+  const auto length = head.Header("Content-Length");
+  const bool has_body = head.Header("Transfer-Encoding").has_value() || (length && *length != "0");
+  if (has_body) {
+    const auto type = head.Header("Content-Type");
+    const std::string_view media = type ? type->substr(0, type->find(';')) : std::string_view();
+    if (!IEquals(media, "application/json"))
+      return with_cors(Refuse(ApiError{415, "invalid_request_error", "unsupported_media_type",
+                                       "the request body must be JSON sent as Content-Type: application/json (got " +
+                                           (type ? "'" + LogSafe(*type, 80) + "'" : std::string("none")) + ")",
+                                       ""}));
+  }
+  return std::nullopt;
 }
 
-// httplib's own errors (no route, body too large, malformed request) as API error objects.
-void ApiServer::OnHttpError(const httplib::Request& req, httplib::Response& res) {
-  if (!res.body.empty()) return;
-  ApiError e;
-  if (res.status == 404) {
-    e = NotFoundError(StrFormat("no endpoint %s %s", LogSafe(req.method, 16).c_str(), LogSafe(req.path).c_str()));
-  } else if (res.status == 413) {
-    e = PayloadTooLarge(options_.max_body);
-  } else if (res.status == 400) {
-    e = BadRequest("malformed HTTP request", "", "invalid_http");
-  } else {
-    e = ApiError{res.status, "invalid_request_error", "http_error", StrFormat("HTTP error %d", res.status), ""};
-  }
-  res.set_content(e.Body(), "application/json");
-}
-
-// An exception in a handler ends that request with a 500 object.
-void ApiServer::OnException(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-  std::string what = "unknown exception";
-  try {
-    if (ep) std::rethrow_exception(ep);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
-  std::fprintf(stderr, "strata serve: error: %s %s: %s\n", LogSafe(req.method, 16).c_str(),
-               LogSafe(req.path).c_str(), LogSafe(what, 400).c_str());
-  SendError(res, ServerError("internal error: " + what));
+// On a worker: the route's handler, with CORS headers on the response.
+void ApiServer::Handle(const HttpRequest& req, HttpResponse& res) {
+  for (HttpHeader& h : CorsHeaders()) res.AddHeader(std::move(h.name), std::move(h.value));
+  const Route* route = FindRoute(req.path);
+  if (!route) return SendError(res, NotFoundError("no endpoint " + LogSafe(req.path)));  // CheckHead let it by
+  if (route->post && ShouldInjectFault(FaultSite::kServeHandler)) throw std::runtime_error("injected fault: handler");
+  (this->*route->handler)(req, res);
 }
 
 // GET / and /index.html: the chat page.
-void ApiServer::HandlePage(const httplib::Request&, httplib::Response& res) {
-  res.set_header("Content-Security-Policy",
+void ApiServer::HandlePage(const HttpRequest&, HttpResponse& res) {
+  res.AddHeader("Content-Security-Policy",
                  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
                  "img-src data:; base-uri 'none'; form-action 'none'");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Cache-Control", "no-cache");
-  res.set_content(std::string(kChatPageHtml), "text/html; charset=utf-8");
+  res.AddHeader("X-Content-Type-Options", "nosniff");
+  res.AddHeader("Cache-Control", "no-cache");
+  res.Send(200, "text/html; charset=utf-8", kChatPageHtml);
 }
 
 // GET /health, /v1/health.
-void ApiServer::HandleHealth(const httplib::Request&, httplib::Response& res) {
+void ApiServer::HandleHealth(const HttpRequest&, HttpResponse& res) {
   if (!ready()) return SendError(res, Loading());
   SendJson(res, 200, {{"status", "ok"}});
 }
 
 // GET /v1/models, /models.
-void ApiServer::HandleModels(const httplib::Request&, httplib::Response& res) {
+void ApiServer::HandleModels(const HttpRequest&, HttpResponse& res) {
   const ServingModel& m = *ready();
   const HParams& hp = m.model->hp();
   json meta = {{"arch", std::string(ArchName(m.model->arch()))},
@@ -470,12 +474,24 @@ void ApiServer::HandleModels(const httplib::Request&, httplib::Response& res) {
 }
 
 // GET /metrics (Prometheus text).
-void ApiServer::HandleMetrics(const httplib::Request&, httplib::Response& res) {
-  res.set_content(PrometheusText(ready()->scheduler->Metrics()), "text/plain; version=0.0.4; charset=utf-8");
+void ApiServer::HandleMetrics(const HttpRequest&, HttpResponse& res) {
+  std::string text = PrometheusText(ready()->scheduler->Metrics());
+  const HttpCounters c = http_->Counters();
+  text += StrFormat("# HELP strata:http_connections_open Open HTTP connections.\n# TYPE strata:http_connections_open gauge\n"
+                    "strata:http_connections_open %llu\n"
+                    "# HELP strata:http_connections_refused_total Connections refused with 503: --max-connections reached.\n"
+                    "# TYPE strata:http_connections_refused_total counter\nstrata:http_connections_refused_total %llu\n"
+                    "# HELP strata:http_requests_malformed_total Requests refused for their head (400, 431).\n"
+                    "# TYPE strata:http_requests_malformed_total counter\nstrata:http_requests_malformed_total %llu\n"
+                    "# HELP strata:http_deadlines_total Connections ended by a deadline (slow head or body, idle, stalled write).\n"
+                    "# TYPE strata:http_deadlines_total counter\nstrata:http_deadlines_total %llu\n",
+                    static_cast<unsigned long long>(c.connections_open), static_cast<unsigned long long>(c.refused_full),
+                    static_cast<unsigned long long>(c.refused_head), static_cast<unsigned long long>(c.timed_out));
+  res.Send(200, "text/plain; version=0.0.4; charset=utf-8", text);
 }
 
 // POST /tokenize.
-void ApiServer::HandleTokenize(const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleTokenize(const HttpRequest& req, HttpResponse& res) {
   json body;
   if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
   auto it = body.find("content");
@@ -485,6 +501,10 @@ void ApiServer::HandleTokenize(const httplib::Request& req, httplib::Response& r
   for (auto [name, out] : {std::pair{"add_special", &add_special}, std::pair{"parse_special", &parse_special},
                            std::pair{"with_pieces", &with_pieces}})
     if (auto e = OptionalBool(body, name, out)) return SendError(res, *e);
+  if (it->get_ref<const std::string&>().size() > kMaxTokenizeBytes)
+    return SendError(res, BadRequest(StrFormat("'content' is %zu bytes; /tokenize takes at most %zu",
+                                               it->get_ref<const std::string&>().size(), kMaxTokenizeBytes),
+                                     "content", "too_long"));
   const tokenizer::Tokenizer& tok = *ready()->tok;
   std::vector<int32_t> ids = tok.Encode(it->get<std::string>(), add_special, parse_special);
   json tokens = json::array();
@@ -496,7 +516,7 @@ void ApiServer::HandleTokenize(const httplib::Request& req, httplib::Response& r
 }
 
 // POST /detokenize.
-void ApiServer::HandleDetokenize(const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleDetokenize(const HttpRequest& req, HttpResponse& res) {
   json body;
   if (auto e = ParseObject(req.body, &body)) return SendError(res, *e);
   auto it = body.find("tokens");
@@ -516,15 +536,15 @@ void ApiServer::HandleDetokenize(const httplib::Request& req, httplib::Response&
   SendJson(res, 200, {{"content", SanitizeUtf8(tok.Decode(ids))}});
 }
 
-void ApiServer::HandleChat(const httplib::Request& req, httplib::Response& res) { HandleGenerate(ApiKind::kChat, req, res); }
-void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleChat(const HttpRequest& req, HttpResponse& res) { HandleGenerate(ApiKind::kChat, req, res); }
+void ApiServer::HandleCompletion(const HttpRequest& req, HttpResponse& res) {
   HandleGenerate(ApiKind::kCompletion, req, res);
 }
 
 // POST /v1/chat/completions and /v1/completions: parse, build the prompt,
 // submit to the scheduler, then answer (streamed, or at once, or after
 // keep-alive whitespace).
-void ApiServer::HandleGenerate(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpResponse& res) {
   const ServingModel& m = *ready();
   Scheduler& sched = *m.scheduler;
   const int64_t n_ctx = sched.options().n_ctx;
@@ -538,6 +558,19 @@ void ApiServer::HandleGenerate(ApiKind kind, const httplib::Request& req, httpli
   limits.n_vocab = m.model->hp().n_vocab;
   ApiRequest ar;
   if (auto e = ParseApiRequest(kind, req.body, options_.sampling, limits, &ar)) return reject(*e);
+  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
+  auto too_long = [&](const std::string& size) {
+    return BadRequest(StrFormat("the prompt is %s but a slot's context holds %lld (-c %lld), and at least one "
+                                "position must stay free for the answer",
+                                size.c_str(), static_cast<long long>(n_ctx), static_cast<long long>(n_ctx)),
+                      prompt_param, "context_length_exceeded");
+  };
+  // Before tokenizing: a text of n_ctx * max_token_bytes bytes or more has
+  // at least n_ctx tokens, so a prompt that cannot fit costs no tokenizer time.
+  size_t text_bytes = ar.prompt_text.size();
+  for (const ChatMessage& msg : ar.messages) text_bytes += msg.content.size();
+  if (text_bytes / m.max_token_bytes >= static_cast<size_t>(n_ctx))
+    return reject(too_long(StrFormat("%zu bytes (at least %zu tokens)", text_bytes, text_bytes / m.max_token_bytes)));
 
   GenerationRequest g;
   g.stop = ar.stop;
@@ -551,14 +584,9 @@ void ApiServer::HandleGenerate(ApiKind kind, const httplib::Request& req, httpli
     // Raw prompts are the caller's own template: special-token text is parsed (as llama-server does).
     g.prompt = ar.prompt_is_ids ? ar.prompt_ids : m.tok->Encode(ar.prompt_text, true, /*parse_special=*/true);
   }
-  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
   if (g.prompt.empty()) return reject(BadRequest("the prompt has no tokens", prompt_param, "invalid_value"));
   if (static_cast<int64_t>(g.prompt.size()) >= n_ctx)
-    return reject(BadRequest(StrFormat("the prompt is %zu tokens but a slot's context holds %lld (-c %lld), "
-                                       "and at least one position must stay free for the answer",
-                                       g.prompt.size(), static_cast<long long>(n_ctx),
-                                       static_cast<long long>(n_ctx)),
-                             prompt_param, "context_length_exceeded"));
+    return reject(too_long(StrFormat("%zu tokens", g.prompt.size())));
   g.sampling = ar.sampling;
   if (!ar.has_seed) g.sampling.seed = RandomU64();
   g.max_tokens = ar.max_tokens;

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <new>
 #include <optional>
+#include <stdexcept>
 
+#include "runtime/base/fault_injection.h"
 #include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/model/forward.h"
@@ -221,14 +223,38 @@ bool Scheduler::HasWorkLocked() const {
 
 void Scheduler::Loop() {
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || HasWorkLocked(); });
-      if (stop_ && active_ == 0) break;
-      AdmitLocked();
+    // The exception barrier: whatever a step throws ends the requests it was
+    // running (500) and the loop goes on with the rest.
+    try {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || HasWorkLocked(); });
+        if (stop_ && active_ == 0) break;
+        AdmitLocked();
+      }
+      if (options_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.step_delay_ms));
+      if (ShouldInjectFault(FaultSite::kServeStep)) throw std::runtime_error("injected fault: server step");
+      Step();
+    } catch (const std::exception& e) {
+      FailRunning(std::string("internal error: ") + e.what());
+    } catch (...) {
+      FailRunning("internal error");
     }
-    if (options_.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.step_delay_ms));
-    Step();
+  }
+}
+
+void Scheduler::FailRunning(const std::string& what) noexcept {
+  std::fprintf(stderr, "strata serve: error: a step failed: %s; its requests end with 500\n", what.c_str());
+  try {
+    ApiError e = ServerError(what);
+    for (auto& s : slots_) {
+      if (s->phase == Slot::Phase::kIdle || !s->job) continue;
+      FinishSlot(*s, FinishReason::kNone, &e);
+      s->cached.clear();  // the slot starts afresh: its state is unknown
+      s->snapshot_pos = -1;
+    }
+  } catch (...) {
+    std::fprintf(stderr, "strata serve: error: failing the step's requests failed too\n");
   }
 }
 

@@ -132,6 +132,8 @@ class Scheduler {
   void AdmitLocked();
   void Admit(Slot& slot, std::shared_ptr<Job> job);
   void Step();
+  // Ends every running request with a 500 (the exception barrier of Loop).
+  void FailRunning(const std::string& what) noexcept;
   void Emit(Slot& slot, std::span<const float> logits);
   void FinishSlot(Slot& slot, FinishReason reason, const ApiError* error);
 

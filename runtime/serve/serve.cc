@@ -13,6 +13,10 @@
 #include <optional>
 #include <thread>
 
+#ifndef _WIN32
+#include <sys/resource.h>
+#endif
+
 #include "runtime/base/main_guard.h"
 #include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
@@ -50,6 +54,29 @@ bool IsLoopback(const std::string& host) {
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Every connection holds a file descriptor: the soft limit is raised to the
+// hard one, and --max-connections lowered to fit what remains.
+void FitConnectionsToFileLimit(ServeOptions& o) {
+#ifndef _WIN32
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  constexpr rlim_t kReserve = 64;  // the pack, logs, the listening socket
+  if (rl.rlim_cur != RLIM_INFINITY && static_cast<rlim_t>(o.max_connections) + kReserve > rl.rlim_cur) {
+    const int fit = rl.rlim_cur > kReserve + 4 ? static_cast<int>(rl.rlim_cur - kReserve) : 4;
+    std::fprintf(stderr, "strata serve: the file-descriptor limit is %llu: at most %d connections (not %d); "
+                 "raise it with ulimit -n\n", static_cast<unsigned long long>(rl.rlim_cur), fit, o.max_connections);
+    o.max_connections = fit;
+  }
+#else
+  (void)o;
+#endif
 }
 
 // Binds the port and starts the HTTP thread (so /health can answer 503 while
@@ -135,17 +162,20 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
   sm.backend = parts.loaded.backend->name();
   sm.created = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
   return sm;
 }
 
-// After the first signal: stop accepting, let running requests finish within
-// the grace period (a second signal cancels them), then say what was served.
-void DrainAndReport(Scheduler& scheduler, const ServeOptions& o, const RunMemory& memory,
+// After the first signal: stop accepting connections and close the idle
+// ones, let running requests finish within the grace period (a second
+// signal cancels them), then say what was served.
+void DrainAndReport(Scheduler& scheduler, ApiServer& api, const ServeOptions& o, const RunMemory& memory,
                     const std::function<void()>& stop_http) {
+  api.BeginShutdown();
   scheduler.StopAccepting();
   const SchedulerMetrics m = scheduler.Metrics();
-  std::fprintf(stderr, "strata serve: stopping: new requests get 503; %d running get up to %.0f s to finish (a "
-               "second signal cancels them now), %d queued are refused\n", m.requests_processing,
+  std::fprintf(stderr, "strata serve: stopping: no new connections, idle ones closed; %d running get up to %.0f s "
+               "to finish (a second signal cancels them now), %d queued are refused\n", m.requests_processing,
                o.shutdown_grace_ms / 1000.0, m.requests_deferred);
   std::atomic<bool> drained{false};
   std::thread drainer([&] {
@@ -173,7 +203,9 @@ void DrainAndReport(Scheduler& scheduler, const ServeOptions& o, const RunMemory
 }  // namespace
 
 int Serve(const ServeOptions& options) {
-  const ServeOptions& o = options;
+  ServeOptions fitted = options;
+  FitConnectionsToFileLimit(fitted);
+  const ServeOptions& o = fitted;
   InstallStopHandler(OnStopSignal);
 
   ApiServer api(o);
@@ -233,7 +265,7 @@ int Serve(const ServeOptions& options) {
                o.api_key.empty() ? "no API key" : "API key required");
 
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  DrainAndReport(**scheduler, o, memory, stop_http);
+  DrainAndReport(**scheduler, api, o, memory, stop_http);
   return kExitOk;
 }
 

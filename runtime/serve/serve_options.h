@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/memory/load_run.h"
 #include "runtime/memory/run_memory.h"
@@ -24,6 +25,10 @@ struct ServeOptions {
   int queue = 64;                  // requests waiting beyond the slots; more get 503
   std::string api_key;             // empty: no key (only sensible on loopback)
   std::string cors_origin;         // empty: no CORS headers; "*": any origin
+  // Host header names accepted besides the listening address (and, on
+  // loopback, localhost and the loopback addresses); "*": any.
+  std::vector<std::string> allowed_hosts;
+  int max_connections = 1024;      // open connections; more get 503 at once
   int32_t batch = 512;             // tokens per forward pass, all slots together
   size_t max_body = 16u << 20;     // request bodies above this get 413
   SamplingParams sampling;         // defaults for requests that do not set them
@@ -37,7 +42,9 @@ struct ServeOptions {
   bool plan_only = false;          // --plan: print the plan and exit (0 when it fits)
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // --delta-net
   int test_load_delay_ms = 0;      // tests only: hold the loading phase open (/health answers 503)
-  int test_step_delay_ms = 0;      // tests only: pause before each step, so tests can act while requests run
+  int test_step_delay_ms = 0;
+  // Tests only: shorter HTTP deadlines (0: the defaults of HttpLimits).
+  int test_head_deadline_ms = 0, test_body_deadline_ms = 0, test_idle_ms = 0;      // tests only: pause before each step, so tests can act while requests run
 };
 
 // Runs the server until SIGINT or SIGTERM. Returns the process exit code:

@@ -287,4 +287,71 @@ std::string RawHttp(int port, const std::string& request, int read_ms, size_t cl
   return out;
 }
 
+namespace {
+// Waits for data or EOF; then reads. 0: EOF or error, -1: nothing yet.
+int ReadSome(Socket fd, char* buf, size_t size, int wait_ms) {
+#ifdef _WIN32
+  WSAPOLLFD p{fd, POLLRDNORM, 0};
+  if (WSAPoll(&p, 1, wait_ms) <= 0) return -1;
+  const int n = ::recv(fd, buf, static_cast<int>(size), 0);
+#else
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, wait_ms) <= 0) return -1;
+  const ssize_t n = ::recv(fd, buf, size, 0);
+#endif
+  return n <= 0 ? 0 : static_cast<int>(n);
+}
+}  // namespace
+
+RawConnection::RawConnection(int port) : fd_(static_cast<intptr_t>(Connect(port))) {}
+RawConnection::~RawConnection() {
+  if (connected()) CloseSocket(static_cast<Socket>(fd_));
+}
+bool RawConnection::connected() const { return static_cast<Socket>(fd_) != kNoSocket; }
+
+bool RawConnection::Send(const std::string& bytes) {
+  if (!connected()) return false;
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+#ifdef _WIN32
+    const int n = ::send(static_cast<Socket>(fd_), bytes.data() + sent, static_cast<int>(bytes.size() - sent), 0);
+#else
+    const ssize_t n = ::send(static_cast<Socket>(fd_), bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+#endif
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string RawConnection::Read(int timeout_ms, const std::string& until) {
+  std::string out;
+  if (!connected() || closed_) return out;
+  const auto t0 = Clock::now();
+  char buf[4096];
+  while (Elapsed(t0) < timeout_ms) {
+    const int n = ReadSome(static_cast<Socket>(fd_), buf, sizeof(buf), 20);
+    if (n < 0) continue;
+    if (n == 0) {
+      closed_ = true;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+    if (!until.empty() && out.find(until) != std::string::npos) break;
+  }
+  return out;
+}
+
+bool RawConnection::WaitClosed(int timeout_ms, std::string* seen) {
+  if (!connected()) return true;
+  const auto t0 = Clock::now();
+  char buf[4096];
+  while (!closed_ && Elapsed(t0) < timeout_ms) {
+    const int n = ReadSome(static_cast<Socket>(fd_), buf, sizeof(buf), 20);
+    if (n == 0) closed_ = true;
+    else if (n > 0 && seen) seen->append(buf, static_cast<size_t>(n));
+  }
+  return closed_;
+}
+
 }  // namespace strata::testing

@@ -29,6 +29,8 @@ class ChildProcess {
   // while it runs / after timeout_ms (0: do not wait).
   int Wait(int timeout_ms);
   bool running() const;
+  // The process id (0 when none was started).
+  long pid() const { return static_cast<long>(pid_ > 0 ? pid_ : 0); }
   // A graceful stop: SIGTERM, or Ctrl+Break on Windows (the process group it
   // was started in). A second kind, SIGINT / Ctrl+C, is Interrupt().
   void Terminate() const;
@@ -51,5 +53,28 @@ class ChildProcess {
 // With close_after_bytes > 0, the socket is closed as soon as that many
 // bytes arrived (a client that goes away).
 std::string RawHttp(int port, const std::string& request, int read_ms, size_t close_after_bytes = 0);
+
+// One raw TCP connection to 127.0.0.1:port, for hostile-client tests: send
+// bytes when you like, read what comes, see when the server closes.
+class RawConnection {
+ public:
+  explicit RawConnection(int port);
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+  bool connected() const;
+  // False when the bytes could not all be sent (the server closed).
+  bool Send(const std::string& bytes);
+  // Reads what arrives within timeout_ms (returning early once the server
+  // closes, or once `until` appears in what was read).
+  std::string Read(int timeout_ms, const std::string& until = "");
+  // True when the server closed the connection (EOF or reset) within timeout_ms;
+  // data that arrives meanwhile is appended to *seen when given.
+  bool WaitClosed(int timeout_ms, std::string* seen = nullptr);
+
+ private:
+  intptr_t fd_;
+  bool closed_ = false;
+};
 
 }  // namespace strata::testing

@@ -39,6 +39,7 @@ class ServerProcess {
   int WaitExit(int timeout_ms = 30000);
 
   int port() const { return port_; }
+  long pid() const { return child_.pid(); }
   std::string Log() const;
 
  private:
