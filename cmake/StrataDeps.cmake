@@ -69,7 +69,8 @@ else()
   target_include_directories(strata_dep_httplib SYSTEM INTERFACE ${STRATA_HTTPLIB_INCLUDE})
   # Boost.Beast and Asio: Debian's headers (scripts/build-windows.sh links
   # them into the prefix), over Winsock, for Windows 10 and later.
-  find_path(STRATA_BOOST_INCLUDE boost/beast.hpp PATH_SUFFIXES boost-include REQUIRED)
+  find_path(STRATA_BOOST_INCLUDE boost/beast.hpp PATHS ${STRATA_WINDOWS_PREFIX}/boost-include
+            NO_DEFAULT_PATH NO_CMAKE_FIND_ROOT_PATH REQUIRED)
   strata_dep(asio ws2_32 mswsock)
   target_include_directories(strata_dep_asio SYSTEM INTERFACE ${STRATA_BOOST_INCLUDE})
   target_compile_definitions(strata_dep_asio INTERFACE _WIN32_WINNT=0x0A00)

@@ -170,8 +170,8 @@ TEST_F(ServeHttpTest, EveryBadRequestGetsAnOpenAiErrorAndTheServerCarriesOn) {
       {"/v1/chat/completions", R"({"messages":[{"role":"user","content":7}]})", 400, "messages[0].content"},
       {"/v1/chat/completions", R"({"messages":[{"role":"robot","content":"x"}]})", 400, "\"robot\""},
       {"/v1/chat/completions", ChatBody("x", R"("temperature":"warm")"), 400, "'temperature' must be a number"},
-      {"/v1/chat/completions", ChatBody("x", R"("max_tokens":0)"), 400, "'max_tokens' must be in [1, 64]"},
-      {"/v1/chat/completions", ChatBody("x", R"("max_tokens":65)"), 400, "'max_tokens' must be in [1, 64]"},
+      {"/v1/chat/completions", ChatBody("x", R"("max_tokens":0)"), 400, "'max_tokens' must be in [1, "},
+      {"/v1/chat/completions", ChatBody("x", R"("mirostat":2)"), 400, "'mirostat' is not supported"},
       {"/v1/chat/completions", ChatBody("x", R"("tools":[{"type":"function"}])"), 400, "'tools' is not supported"},
       {"/v1/chat/completions", big_prompt, 400, "but a slot's context holds 64"},
       {"/v1/completions", R"({"prompt":[1,99999]})", 400, "out of range"},
@@ -433,6 +433,26 @@ TEST_F(ServeHttpTest, AFollowUpTurnReusesTheSlotAndTheLogSaysSo) {
                                            jb["usage"]["prompt_tokens"].get<int>(), cached,
                                            jb["usage"]["prompt_tokens"].get<int>() - cached)))
       << server_.Log();
+}
+
+TEST_F(ServeHttpTest, MaxTokensBeyondTheContextIsClampedAndSeedMinusOneIsRandom) {
+  Start({"-c", "64"});
+  auto r = Post("/v1/completions", R"({"prompt":"hi","max_tokens":1000,"ignore_eos":true})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  // The slot's 64 positions hold the prompt and all answer tokens but the
+  // last, which is sampled from the last position and needs none.
+  EXPECT_EQ(j["usage"]["total_tokens"].get<int>(), 65) << r->body;
+  auto text = [&](const std::string& seed) {
+    auto a = Post("/v1/completions", R"({"prompt":"hi","max_tokens":12,"temperature":1.5,"top_k":0,"top_p":1,)"
+                                     R"("min_p":0,"ignore_eos":true,"seed":)" + seed + "}");
+    EXPECT_TRUE(a && a->status == 200);
+    return a ? json::parse(a->body)["choices"][0]["text"].get<std::string>() : std::string();
+  };
+  EXPECT_EQ(text("7"), text("7"));
+  EXPECT_NE(text("-1"), text("-1"));  // 12 tokens at temperature 1.5: equal only by a vanishing chance
 }
 
 TEST_F(ServeHttpTest, AFullQueueAnswers503) {

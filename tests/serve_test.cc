@@ -129,8 +129,7 @@ TEST(ApiRequestTest, AcceptsTheOpenAiShapes) {
   EXPECT_EQ(r.messages[3].role, "system");
   EXPECT_EQ(r.sampling.temperature, 0.0f);
   EXPECT_EQ(r.sampling.top_k, 3);
-  EXPECT_EQ(r.sampling.seed, ~uint64_t{0});
-  EXPECT_TRUE(r.has_seed);
+  EXPECT_FALSE(r.has_seed);  // -1: llama-server's "random"; the server draws one
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(r.stream);
@@ -146,6 +145,28 @@ TEST(ApiRequestTest, AcceptsTheOpenAiShapes) {
   EXPECT_TRUE(ids.request.prompt_is_ids);
   EXPECT_EQ(ids.request.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(ids.request.max_tokens, 2);
+
+  // Seeds: any integer but -1 is kept (negative ones wrap).
+  auto seeded = Parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":"x"}],"seed":-2})");
+  ASSERT_FALSE(seeded.error) << seeded.error->message;
+  EXPECT_TRUE(seeded.request.has_seed);
+  EXPECT_EQ(seeded.request.sampling.seed, ~uint64_t{0} - 1);
+  // max_tokens beyond the context is clamped to it, as OpenAI does; n_predict is llama-server's name.
+  auto big = Parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":"x"}],"max_tokens":100000})");
+  ASSERT_FALSE(big.error) << big.error->message;
+  EXPECT_EQ(big.request.max_tokens, 256);
+  auto np = Parse(ApiKind::kCompletion, R"({"prompt":"x","n_predict":5})");
+  ASSERT_FALSE(np.error) << np.error->message;
+  EXPECT_EQ(np.request.max_tokens, 5);
+  auto unlimited = Parse(ApiKind::kCompletion, R"({"prompt":"x","n_predict":-1})");
+  ASSERT_FALSE(unlimited.error) << unlimited.error->message;
+  EXPECT_EQ(unlimited.request.max_tokens, -1);
+  // llama-server's extensions at their neutral values pass.
+  auto neutral = Parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":"x"}],"mirostat":0,
+      "mirostat_tau":5,"typical_p":1,"tfs_z":1.0,"dynatemp_range":0,"xtc_probability":0,"dry_multiplier":0,
+      "dry_base":1.75,"top_n_sigma":-1,"n_probs":0,"id_slot":-1,"n_keep":0,"samplers":[],"cache_prompt":true,
+      "timings_per_token":false,"repeat_last_n":64,"chat_template_kwargs":{}})");
+  ASSERT_FALSE(neutral.error) << neutral.error->message;
 }
 
 TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
@@ -182,13 +203,27 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"min_p":2})", "min_p", "[0, 1]"},
       {ApiKind::kChat, "{" + m + R"(,"presence_penalty":3})", "presence_penalty", "[-2, 2]"},
       {ApiKind::kChat, "{" + m + R"(,"seed":"x"})", "seed", "integer"},
-      {ApiKind::kChat, "{" + m + R"(,"max_tokens":0})", "max_tokens", "[1, 256]"},
-      {ApiKind::kChat, "{" + m + R"(,"max_tokens":100000})", "max_tokens", "[1, 256]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":0})", "max_tokens", "[1, 9223372036854775807]"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":"5"})", "max_tokens", "integer"},
       // Whole floats beyond int64 are refused by value, never cast (issue 12).
-      {ApiKind::kChat, "{" + m + R"(,"max_tokens":1e300})", "max_tokens", "[1, 256]"},
-      {ApiKind::kChat, "{" + m + R"(,"max_tokens":9223372036854775808.0})", "max_tokens", "[1, 256]"},
-      {ApiKind::kChat, "{" + m + R"(,"max_tokens":-1e300})", "max_tokens", "[1, 256]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":1e300})", "max_tokens", "[1, 9223372036854775807]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":9223372036854775808.0})", "max_tokens", "[1, 9223372036854775807]"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":-1e300})", "max_tokens", "[1, 9223372036854775807]"},
+      {ApiKind::kChat, "{" + m + R"(,"n_predict":0})", "n_predict", "-1 (no limit) or at least 1"},
+      {ApiKind::kChat, "{" + m + R"(,"max_tokens":3,"n_predict":3})", "n_predict", "not both"},
+      // llama-server's parameters Strata does not implement: named, never ignored.
+      {ApiKind::kChat, "{" + m + R"(,"mirostat":2})", "mirostat", "no Mirostat"},
+      {ApiKind::kChat, "{" + m + R"(,"typical_p":0.9})", "typical_p", "not supported"},
+      {ApiKind::kChat, "{" + m + R"(,"dry_multiplier":0.8})", "dry_multiplier", "DRY"},
+      {ApiKind::kChat, "{" + m + R"(,"xtc_probability":0.5})", "xtc_probability", "XTC"},
+      {ApiKind::kChat, "{" + m + R"(,"n_probs":5})", "n_probs", "not reported"},
+      {ApiKind::kChat, "{" + m + R"(,"samplers":["top_k"]})", "samplers", "not implemented"},
+      {ApiKind::kChat, "{" + m + R"(,"lora":[{"id":0,"scale":1}]})", "lora", "not implemented"},
+      {ApiKind::kChat, "{" + m + R"(,"n_keep":10})", "n_keep", "never shifted"},
+      {ApiKind::kChat, "{" + m + R"(,"id_slot":1})", "id_slot", "chosen by the server"},
+      {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":{"enable_thinking":false}})", "chat_template_kwargs",
+       "no arguments"},
+      {ApiKind::kChat, "{" + m + R"(,"repeat_penalty":1.1,"repeat_last_n":64})", "repeat_last_n", "whole answer"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":1,"max_completion_tokens":1})", "max_completion_tokens", "not both"},
       {ApiKind::kChat, "{" + m + R"(,"stop":5})", "stop", "string or an array"},
       {ApiKind::kChat, "{" + m + R"(,"stop":[""]})", "stop", "empty"},

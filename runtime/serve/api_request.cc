@@ -1,6 +1,8 @@
 #include "runtime/serve/api_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "runtime/base/checked_cast.h"
@@ -87,6 +89,69 @@ std::optional<ApiError> GetInt(const json& body, const char* name, int64_t lo, i
   return std::nullopt;
 }
 
+// llama-server's own parameters that Strata does not implement: accepted at
+// the value that asks for what Strata does anyway, refused (400, naming the
+// parameter) at any other, never silently ignored. Parameters that only
+// qualify another one (mirostat_tau without mirostat, dry_base without
+// dry_multiplier) pass with it.
+std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
+  auto refuse = [](const std::string& field, const std::string& why) {
+    return BadRequest("'" + field + "' is not supported by this server: " + why, field, "unsupported_parameter");
+  };
+  struct NeutralNumber {
+    const char* name;
+    double neutral;
+    const char* what;
+  };
+  static constexpr NeutralNumber kNumbers[] = {
+      {"mirostat", 0, "no Mirostat sampling (0 is accepted)"},
+      {"typical_p", 1, "no locally typical sampling (1 is accepted)"},
+      {"tfs_z", 1, "no tail-free sampling (1 is accepted)"},
+      {"dynatemp_range", 0, "no dynamic temperature (0 is accepted)"},
+      {"xtc_probability", 0, "no XTC sampling (0 is accepted)"},
+      {"dry_multiplier", 0, "no DRY repetition penalty (0 is accepted)"},
+      {"top_n_sigma", -1, "no top-n-sigma sampling (-1 is accepted)"},
+      {"min_keep", 0, "no minimum candidate count (0 is accepted)"},
+      {"n_probs", 0, "probabilities are not reported (0 is accepted)"},
+      {"t_max_predict_ms", 0, "no time limit on generation (0 is accepted)"},
+      {"n_indent", 0, "no indentation limit (0 is accepted)"},
+      {"id_slot", -1, "slots are chosen by the server (-1 is accepted)"},
+      {"slot_id", -1, "slots are chosen by the server (-1 is accepted)"},
+  };
+  for (const NeutralNumber& n : kNumbers)
+    if (const json* v = Field(body, n.name); v && !v->is_null() && !(v->is_number() && v->get<double>() == n.neutral))
+      return refuse(n.name, n.what);
+  for (const char* f : {"n_keep", "n_discard"})
+    if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_number_integer() && v->get<int64_t>() <= 0))
+      return refuse(f, "the context is never shifted: generation ends when a slot's context is full");
+  for (const char* f : {"samplers", "lora", "image_data", "multimodal_data", "response_fields", "grammar_triggers",
+                        "preserved_tokens", "input_extra"})
+    if (const json* v = Field(body, f); v && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty()))
+      return refuse(f, "not implemented");
+  for (const char* f : {"return_tokens", "post_sampling_probs", "timings_per_token", "return_progress",
+                        "grammar_lazy"})
+    if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_boolean() && !v->get<bool>()))
+      return refuse(f, "not implemented (false is accepted)");
+  for (const char* f : {"input_prefix", "input_suffix", "chat_template", "reasoning_format"})
+    if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_string() && v->get<std::string>().empty()))
+      return refuse(f, "not implemented");
+  if (const json* v = Field(body, "chat_template_kwargs"); v && !v->is_null() && !(v->is_object() && v->empty()))
+    return refuse("chat_template_kwargs", "the chat template takes no arguments yet");
+  // llama-server counts repetition over the last N tokens; Strata over the
+  // whole answer. The window matters only when a penalty is on.
+  for (const char* f : {"repeat_last_n", "penalty_last_n"}) {
+    const json* v = Field(body, f);
+    if (!v || v->is_null()) continue;
+    auto off = [&](const char* name, double neutral) {
+      const json* p = Field(body, name);
+      return !p || (p->is_number() && p->get<double>() == neutral);
+    };
+    if (!(off("repeat_penalty", 1) && off("presence_penalty", 0) && off("frequency_penalty", 0)))
+      return refuse(f, "penalties count the whole answer, not a window of the last tokens (drop it, or the penalties)");
+  }
+  return std::nullopt;
+}
+
 // Fields that would change the answer if silently ignored.
 std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
   auto refuse = [](const std::string& field, const std::string& why) {
@@ -121,6 +186,7 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
     if (!v->is_array() || v->size() != 1 || !(*v)[0].is_string() || (*v)[0].get<std::string>() != "text")
       return refuse("modalities", "only [\"text\"] is accepted");
   }
+  if (auto e = RefuseLlamaServerExtensions(body)) return e;
   if (kind == ApiKind::kCompletion) {
     if (const json* v = Field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
       return refuse("echo", "the prompt is not echoed");
@@ -339,10 +405,11 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
       s.seed = seed->get<uint64_t>();
     } else if (seed->is_number_integer()) {
       s.seed = static_cast<uint64_t>(seed->get<int64_t>());  // negative seeds wrap, as in two's complement
-    } else {
+    } else if (!seed->is_null()) {
       return WrongType("seed", "an integer", *seed);
     }
-    out->has_seed = true;
+    // -1 (llama-server's "random") and null: the server draws a seed.
+    out->has_seed = !seed->is_null() && !(seed->is_number_integer() && seed->get<int64_t>() == -1);
   }
   // max_completion_tokens is OpenAI's newer name; both are accepted, not both at once.
   const char* max_name = "max_tokens";
@@ -352,13 +419,17 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
                         "invalid_value");
     max_name = "max_completion_tokens";
   }
-  if (Field(j, max_name)) {
-    if (auto e = GetInt(j, max_name, 1, limits.n_ctx, &v)) {
-      e->message += StrFormat(" (the context of a slot holds %lld tokens, prompt included)",
-                              static_cast<long long>(limits.n_ctx));
-      return e;
-    }
-    out->max_tokens = static_cast<int32_t>(v);
+  if (Field(j, "n_predict")) {  // llama-server's name; -1: no limit
+    if (Field(j, max_name))
+      return BadRequest(std::string("give '") + max_name + "' or 'n_predict', not both", "n_predict", "invalid_value");
+    if (auto e = GetInt(j, "n_predict", -1, INT64_MAX, &v)) return e;
+    if (v == 0) return BadRequest("'n_predict' must be -1 (no limit) or at least 1", "n_predict", "invalid_value");
+    if (v > 0) out->max_tokens = static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
+  } else if (Field(j, max_name)) {
+    // More than the context can hold is clamped to what is left of it: the
+    // answer ends with finish_reason "length" when the slot is full.
+    if (auto e = GetInt(j, max_name, 1, INT64_MAX, &v)) return e;
+    out->max_tokens = static_cast<int32_t>(std::min<int64_t>(v, limits.n_ctx));
   }
   if (auto e = ParseStop(j, limits, &out->stop)) return e;
   return std::nullopt;

@@ -23,7 +23,7 @@ namespace strata::serve {
 enum class ApiKind { kChat, kCompletion };
 
 struct ApiLimits {
-  int64_t n_ctx = 4096;        // the context of one slot: max_tokens may not exceed it
+  int64_t n_ctx = 4096;        // the context of one slot: a larger max_tokens is clamped to it
   uint32_t n_vocab = 0;        // token ids in a prompt must be below it
   size_t max_stop = 16;        // stop strings per request
   size_t max_stop_bytes = 1024;
