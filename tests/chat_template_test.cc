@@ -1,0 +1,152 @@
+// Chat templates: Strata's Jinja renderer (runtime/chat/jinja.h) against
+// what Hugging Face's apply_chat_template renders (Python Jinja2, written to
+// tests/chat/references/ by tests/chat/make_references.py) for the
+// templates of Qwen3, Qwen3.5, Qwen3-Coder, Llama 3.1/3.2, Mistral Nemo,
+// Gemma 2 and 4 and DeepSeek R1/V3.1 (tests/chat/templates/, from
+// llama.cpp's models/templates) over the conversations of
+// tests/chat/cases.json; and the engine's rules and bounds on made-up templates.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/chat/jinja.h"
+
+namespace strata {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string ChatDir() { return std::string(STRATA_SOURCE_DIR) + "/tests/chat"; }
+
+TEST(ChatTemplates, RenderExactlyAsHuggingFaceDoes) {
+  const ordered_json cases = ordered_json::parse(Slurp(ChatDir() + "/cases.json"));
+  int templates = 0, compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(ChatDir() + "/templates")) {
+    const std::string name = entry.path().stem().string();
+    SCOPED_TRACE(name);
+    auto tmpl = jinja::Template::Parse(Slurp(entry.path().string()));
+    ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
+    const ordered_json refs = ordered_json::parse(Slurp(ChatDir() + "/references/" + name + ".json"));
+    for (auto it = cases.begin(); it != cases.end(); ++it) {
+      SCOPED_TRACE(it.key());
+      ASSERT_TRUE(refs.contains(it.key())) << "regenerate with tests/chat/make_references.py";
+      const ordered_json& ref = refs[it.key()];
+      jinja::Limits fixed;
+      fixed.fixed_time = 1767323045;  // 2026-01-02 03:04:05, make_references.py's strftime_now
+      auto out = tmpl->Render(it.value(), fixed);
+      if (ref.contains("text")) {
+        ASSERT_TRUE(out.ok()) << out.status().message();
+        EXPECT_EQ(*out, ref["text"].get<std::string>());
+      } else if (ref.contains("raised")) {
+        ASSERT_FALSE(out.ok()) << *out;
+        EXPECT_EQ(out.status().message(), ref["raised"].get<std::string>());
+      } else {
+        EXPECT_FALSE(out.ok()) << "Jinja2 failed with: " << ref["error"] << "\nStrata rendered:\n" << *out;
+      }
+      ++compared;
+    }
+    ++templates;
+  }
+  EXPECT_GE(templates, 10);
+  EXPECT_GE(compared, 80);
+}
+
+std::string Render(const std::string& source, const ordered_json& context = ordered_json::object()) {
+  auto t = jinja::Template::Parse(source);
+  if (!t.ok()) return "PARSE ERROR: " + t.status().message();
+  auto out = t->Render(context);
+  if (!out.ok()) return "ERROR: " + out.status().message();
+  return *out;
+}
+
+TEST(Jinja, ExpressionsFiltersTestsAndStatements) {
+  EXPECT_EQ(Render("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ 1 / 2 }}"),
+            "7 3 -4 1 1024 0.5");
+  EXPECT_EQ(Render("{{ 'a' ~ 1 ~ none }} {{ 'ab' * 3 }} {{ [1, 2] + [3] }}"), "a1None ababab [1, 2, 3]");
+  EXPECT_EQ(Render("{{ 'x' if false else 'y' }}{{ 'z' if true }}"), "yz");
+  EXPECT_EQ(Render("{{ 'hello world'.split(' ')[-1] }} {{ '  pad  '.strip() }}|{{ 'abc'[::-1] }} {{ 'abcdef'[1:4] }}"),
+            "world pad|cba bcd");
+  EXPECT_EQ(Render("{{ [3, 1, 2] | sort | join(',') }} {{ ['a', 'b'] | length }} {{ 'Ab' | upper }} {{ 'x' | tojson }}"),
+            "1,2,3 2 AB \"x\"");
+  EXPECT_EQ(Render("{{ {'b': 1, 'a': [1.5, true, none]} | tojson }}"), "{\"b\": 1, \"a\": [1.5, true, null]}");
+  EXPECT_EQ(Render("{{ {'a': 1} | tojson(indent=2) }}"), "{\n  \"a\": 1\n}");
+  EXPECT_EQ(Render("{{ x is defined }} {{ x is not defined }} {{ 3 is odd }} {{ 'a' is string }} {{ none is none }}"),
+            "False True True True True");
+  EXPECT_EQ(Render("{{ m | selectattr('r', 'equalto', 'u') | map(attribute='c') | join }}",
+                   {{"m", {{{"r", "u"}, {"c", "1"}}, {{"r", "a"}, {"c", "2"}}, {{"r", "u"}, {"c", "3"}}}}}),
+            "13");
+  EXPECT_EQ(Render("{% for k, v in d.items() if v > 1 %}{{ loop.index }}{{ k }}{{ v }}{% if not loop.last %},{% endif %}"
+                   "{% else %}none{% endfor %}",
+                   {{"d", {{"a", 1}, {"b", 2}, {"c", 3}}}}),
+            "1b2,2c3");
+  EXPECT_EQ(Render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(Render("{% for x in [1,2,3,4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}"
+                   "{% endif %}{{ x }}{% endfor %}"),
+            "13");
+  EXPECT_EQ(Render("{% set ns = namespace(n=0) %}{% for x in [1,2,3] %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}"),
+            "6");
+  EXPECT_EQ(Render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");  // loop scope
+  EXPECT_EQ(Render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('A') }} "
+                   "{{ greet('B', punct='?') }}"),
+            "Hi A! Hi B?");
+  EXPECT_EQ(Render("{% set block %}in{{ 1 }}{% endset %}[{{ block }}]"), "[in1]");
+  EXPECT_EQ(Render("{{ range(3) | list }} {{ range(1, 7, 2) | join('-') }}"), "[0, 1, 2] 1-3-5");
+  EXPECT_EQ(Render("{% raw %}{{ kept }}{% endraw %}"), "{{ kept }}");
+}
+
+TEST(Jinja, WhitespaceControlAsHuggingFaceConfiguresIt) {
+  // trim_blocks: the newline after a block tag goes; lstrip_blocks: the indentation before it.
+  EXPECT_EQ(Render("a\n  {% if true %}\n  b\n  {% endif %}\nc"), "a\n  b\nc");
+  EXPECT_EQ(Render("a  {%- if true -%}  b  {%- endif %}"), "ab");
+  EXPECT_EQ(Render("{{ 'x' }}\n{{- 'y' }}  {{- ' z' -}}  !"), "xy z!");
+  EXPECT_EQ(Render("a\n{# comment #}\nb"), "a\nb");
+}
+
+TEST(Jinja, ErrorsNameTheLineAndRaiseExceptionPassesItsMessage) {
+  EXPECT_EQ(Render("a\n{% if %}"), "PARSE ERROR: chat template, line 2: expected a value at the end of the tag");
+  EXPECT_EQ(Render("{% for x in y %}"), "PARSE ERROR: chat template, line 1: missing {% endfor %}");
+  EXPECT_EQ(Render("{% frobnicate %}"), "PARSE ERROR: chat template, line 1: unknown statement 'frobnicate'");
+  EXPECT_EQ(Render("{{ 'x' | nosuchfilter }}"), "ERROR: chat template, line 1: unknown filter 'nosuchfilter'");
+  EXPECT_EQ(Render("\n\n{{ raise_exception('Roles must alternate') }}"), "ERROR: Roles must alternate");
+  EXPECT_EQ(Render("{{ 1 / 0 }}"), "ERROR: chat template, line 1: division by zero");
+  EXPECT_EQ(Render("{{ x.y.z }}|{{ x['k'] }}"), "|");  // undefined stays undefined
+}
+
+TEST(Jinja, RenderingIsBounded) {
+  auto t = jinja::Template::Parse("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}");
+  ASSERT_TRUE(t.ok());
+  jinja::Limits small;
+  small.max_steps = 100000;
+  auto out = t->Render(ordered_json::object(), small);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("steps"), std::string::npos);
+  auto big = jinja::Template::Parse("{% set s = 'x' * 1000 %}{% for i in range(100000) %}{{ s }}{% endfor %}");
+  ASSERT_TRUE(big.ok());
+  jinja::Limits tight;
+  tight.max_output = 1 << 20;
+  out = big->Render(ordered_json::object(), tight);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("output passed"), std::string::npos);
+  auto rec = jinja::Template::Parse("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  ASSERT_TRUE(rec.ok());
+  out = rec->Render(ordered_json::object());
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("too deep"), std::string::npos);
+  EXPECT_NE(Render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nests too deep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
