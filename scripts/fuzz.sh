@@ -27,18 +27,20 @@ TIMEOUT=${STRATA_FUZZ_TIMEOUT:-30}
 DATA=${STRATA_DATA_DIR:-../shared/data}
 export STRATA_DATA_DIR=$DATA
 
-targets=(${STRATA_FUZZ_TARGETS:-gguf_reader_fuzz pack_reader_fuzz serve_request_fuzz http_request_fuzz tokenizer_fuzz})
+targets=(${STRATA_FUZZ_TARGETS:-gguf_reader_fuzz pack_reader_fuzz serve_request_fuzz http_request_fuzz chat_template_fuzz tokenizer_fuzz})
 
 # Input size limits that match what each target parses: a GGUF's header,
 # metadata and tensor table with tiny tensors; a small pack (128-byte blob
 # alignment) of a per-architecture seed; one request body; one request head
-# and body (limits shrunk to a few KiB); one text to tokenize.
+# and body (limits shrunk to a few KiB); a chat template (the real ones are
+# 1-17 KiB); one text to tokenize.
 max_len() {
   case "$1" in
     gguf_reader_fuzz) echo 81920 ;;
     pack_reader_fuzz) echo 98304 ;;
     serve_request_fuzz) echo 16384 ;;
     http_request_fuzz) echo 8192 ;;
+    chat_template_fuzz) echo 20480 ;;
     tokenizer_fuzz) echo 8192 ;;
     *) echo 65536 ;;
   esac

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <regex>
 #include <thread>
@@ -538,17 +539,64 @@ TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
   EXPECT_NE(ev.back().find("shutting down"), std::string::npos) << ev.back();
 }
 
+TEST_F(ServeHttpTest, ThePacksOwnJinjaTemplateRendersChatsAndItsRefusalsAre400s) {
+  // Gemma 2's template (tests/chat/templates): its own turn markers, and it refuses system messages.
+  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/google-gemma-2-2b-it.jinja");
+  const std::string gemma((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(gemma.empty());
+  const std::string pack = *dir_ + "/gemma-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = gemma; }).ok());
+  ServerProcess server;
+  std::string error;
+  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(kLongMs / 1000, 0);
+  auto ok = c.Post("/v1/chat/completions", ChatBody("Hello", R"("max_tokens":2)"), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  // The prompt is the template's: "<bos>"? + "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n".
+  auto tok = c.Post("/tokenize", R"({"content":"<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"})",
+                    "application/json");
+  ASSERT_TRUE(tok);
+  const size_t expected = json::parse(tok->body)["tokens"].size();
+  const int prompt_tokens = json::parse(ok->body)["usage"]["prompt_tokens"].get<int>();
+  EXPECT_GE(prompt_tokens, static_cast<int>(expected));      // the BOS text is part of the template
+  EXPECT_LE(prompt_tokens, static_cast<int>(expected) + 3);
+  json sys = {{"messages", json::array({{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}})}};
+  auto refused = c.Post("/v1/chat/completions", sys.dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_NE(refused->body.find("the chat template refused the conversation: System role not supported"),
+            std::string::npos)
+      << refused->body;
+  EXPECT_NE(refused->body.find("template_error"), std::string::npos);
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_NE(models->body.find("the pack's (Jinja)"), std::string::npos) << models->body;
+  server.Terminate();
+  EXPECT_EQ(server.WaitExit(kLongMs), 0);
+}
+
 TEST_F(ServeHttpTest, StartRefusalsAreClear) {
-  // A chat template Strata cannot render is refused at start, not mid-request.
-  const std::string llama_tmpl = *dir_ + "/llama-template.strata";
-  ASSERT_TRUE(testing::RewriteManifest(Pack(), llama_tmpl, [](fb::ManifestT& m) {
-                m.tokenizer->chat_template = "{% for message in messages %}[INST] {{ message['content'] }} [/INST]"
-                                             "{% endfor %}";
+  // A chat template Strata cannot read, or that cannot render one message, is refused at start, not mid-request.
+  const std::string broken = *dir_ + "/broken-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), broken, [](fb::ManifestT& m) {
+                m.tokenizer->chat_template = "{% for message in messages %}[INST] {{ message['content'] }} [/INST]";
               }).ok());
-  auto r = testing::RunProgram("strata-run", {llama_tmpl, "--serve", "--port", "0", "--reference"});
+  auto r = testing::RunProgram("strata-run", {broken, "--serve", "--port", "0", "--reference"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("refusing to serve: the pack's chat template is not one Strata can render"), std::string::npos)
+  EXPECT_NE(r.err.find("refusing to serve: the pack's chat template cannot be read: chat template, line 1: missing "
+                       "{% endfor %}"),
+            std::string::npos)
       << r.err;
+  const std::string refusing = *dir_ + "/refusing-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), refusing, [](fb::ManifestT& m) {
+                m.tokenizer->chat_template = "{{ raise_exception('this template renders nothing') }}";
+              }).ok());
+  r = testing::RunProgram("strata-run", {refusing, "--serve", "--port", "0", "--reference"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot render a one-message chat: this template renders nothing"), std::string::npos) << r.err;
   // A pack without a template falls back to ChatML and says so.
   const std::string none = *dir_ + "/no-template.strata";
   ASSERT_TRUE(testing::RewriteManifest(Pack(), none, [](fb::ManifestT& m) { m.tokenizer->chat_template = ""; }).ok());

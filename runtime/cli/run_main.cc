@@ -229,24 +229,45 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
 
 int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
          const RunContext& rc) {
-  auto tmpl = ChatTemplate::FromPack(tok.vocab().chat_template);
+  auto tmpl = ChatTemplate::FromVocab(tok.vocab());
   if (!tmpl.ok()) return Fail(tmpl.status());
   if (tmpl->fallback) std::fprintf(stderr, "strata-run: the pack has no chat template; using ChatML\n");
   SequenceState* state = rc.state;
+  const tokenizer::Vocab& vocab = tok.vocab();
   std::vector<ChatMessage> history;
-  if (!o.system.empty()) history.push_back({"system", o.system});
+  if (!o.system.empty()) history.push_back({"system", o.system, nullptr});
+  // What the state holds, as rendered text: each turn runs only what the
+  // conversation adds to it (or all of it, when the template rewrote history).
   std::string rendered_so_far;
   std::fprintf(stderr, "strata-run: chat (%s template, context %lld). Type a message; an empty line or EOF quits.\n",
                tmpl->name().c_str(), static_cast<long long>(o.n_ctx));
+  ForwardOptions fo;
+  fo.delta_net = o.delta_net_mode;
+  fo.workspace = rc.workspace;
+  fo.experts = rc.experts;
+  fo.observer = rc.observer;
+  // Tokens for the text after what the state holds; starts afresh when the
+  // rendered conversation no longer extends it.
+  auto tokens_after_state = [&](const std::string& full, std::vector<int32_t>* ids) -> Status {
+    if (full.compare(0, rendered_so_far.size(), rendered_so_far) != 0) {
+      STRATA_RETURN_IF_ERROR(state->Clear());
+      rendered_so_far.clear();
+    }
+    *ids = tok.Encode(std::string_view(full).substr(rendered_so_far.size()), false, /*parse_special=*/true);
+    if (rendered_so_far.empty() && vocab.add_bos && vocab.special.bos != tokenizer::kNoToken &&
+        (ids->empty() || ids->front() != vocab.special.bos))
+      ids->insert(ids->begin(), vocab.special.bos);
+    return Status::Ok();
+  };
   std::string line;
   while (true) {
     std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line) || line.empty()) break;
-    history.push_back({"user", line});
-    std::string full = tmpl->Render(history, true);
-    // Only the new part of the conversation is run; the state holds the rest.
-    std::string delta = full.substr(rendered_so_far.size());
-    std::vector<int32_t> ids = tok.Encode(delta, rendered_so_far.empty(), /*parse_special=*/true);
+    history.push_back({"user", line, nullptr});
+    auto full = tmpl->Render(history, true);
+    if (!full.ok()) return Fail(full.status());
+    std::vector<int32_t> ids;
+    if (Status s = tokens_after_state(*full, &ids); !s.ok()) return Fail(s);
     Generator g(model, backend, *state, &tok);
     GenerateOptions go;
     go.workspace = rc.workspace;
@@ -267,21 +288,21 @@ int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& to
       std::fprintf(stderr, "strata-run: the context is full (-c %lld); ending the chat\n", static_cast<long long>(o.n_ctx));
       break;
     }
-    history.push_back({"assistant", r->text});
+    history.push_back({"assistant", r->text, nullptr});
     // The state holds the turn up to its last generated token; close the turn
     // the way the template renders it, so the next turn continues from here.
-    const std::string closing = "<|im_end|>\n";
-    rendered_so_far = full + r->text + closing;
-    std::vector<int32_t> tail_ids = tok.Encode(closing, false, true);
+    rendered_so_far = *full + r->text;
+    auto closed = tmpl->Render(history, false);
+    if (!closed.ok()) return Fail(closed.status());
+    if (closed->compare(0, rendered_so_far.size(), rendered_so_far) != 0) continue;  // next turn starts afresh
+    std::vector<int32_t> tail_ids = tok.Encode(std::string_view(*closed).substr(rendered_so_far.size()), false, true);
     if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
     std::vector<float> unused;
-    ForwardOptions fo;
-    fo.delta_net = o.delta_net_mode;
-    fo.workspace = rc.workspace;
-    fo.experts = rc.experts;
-    fo.observer = rc.observer;
-    Status s = Forward(model, backend, *state, tail_ids, fo, &unused);
-    if (!s.ok()) return Fail(s);
+    if (!tail_ids.empty()) {
+      Status s = Forward(model, backend, *state, tail_ids, fo, &unused);
+      if (!s.ok()) return Fail(s);
+    }
+    rendered_so_far = *closed;
   }
   return kExitOk;
 }

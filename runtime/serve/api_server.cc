@@ -468,7 +468,7 @@ void ApiServer::HandleModels(const HttpRequest&, HttpResponse& res) {
                {"size", m.pack_bytes},
                {"parallel", m.scheduler->options().parallel},
                {"backend", m.backend},
-               {"chat_template", m.chat_template.fallback ? "ChatML (fallback: the pack has none)" : "ChatML"}};
+               {"chat_template", m.chat_template.fallback ? "ChatML (fallback: the pack has none)" : m.chat_template.name()}};
   json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "strata"}, {"meta", meta}};
   SendJson(res, 200, {{"object", "list"}, {"data", json::array({model})}});
 }
@@ -577,7 +577,11 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   g.ignore_eog = ar.ignore_eos;
   if (kind == ApiKind::kChat) {
     g.kind = "chat";
-    g.prompt = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);
+    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);
+    if (!ids.ok())
+      return reject(BadRequest("the chat template refused the conversation: " + ids.status().message(), "messages",
+                               "template_error"));
+    g.prompt = std::move(*ids);
     for (const std::string& stop : m.chat_template.StopStrings()) g.stop.push_back(stop);
   } else {
     g.kind = "completion";

@@ -1,64 +1,66 @@
 #include "runtime/serve/chat_prompt.h"
 
+#include <string>
+#include <utility>
+
+#include "runtime/base/strings.h"
+
 namespace strata::serve {
 namespace {
 
-// A rendered chat as a list of pieces: a template marker that is one special
-// token of the vocabulary, or text (template text and message content).
-class PromptBuilder {
- public:
-  explicit PromptBuilder(const tokenizer::Tokenizer& tok) : tok_(tok) {}
-
-  void Marker(const std::string& text) {
-    std::vector<int32_t> ids = tok_.Encode(text, false, /*parse_special=*/true);
-    if (ids.size() != 1) {  // not a token of this vocabulary: plain text, like the rest
-      text_ += text;
-      return;
-    }
-    Flush();
-    ids_.push_back(ids[0]);
-  }
-  void Text(const std::string& text) { text_ += text; }
-  std::vector<int32_t> Finish() {
-    Flush();
-    return std::move(ids_);
-  }
-
- private:
-  // Text between special tokens is one fragment, as special-token parsing of
-  // the whole rendered string would make it, but tokenized without parsing
-  // special tokens: content cannot produce them.
-  void Flush() {
-    if (text_.empty()) return;
-    std::vector<int32_t> ids = tok_.Encode(text_, false, /*parse_special=*/false);
-    ids_.insert(ids_.end(), ids.begin(), ids.end());
-    text_.clear();
-  }
-
-  const tokenizer::Tokenizer& tok_;
-  std::vector<int32_t> ids_;
-  std::string text_;
-};
+// The first CONTROL token text (those only special-token parsing produces)
+// found in `s`, or nullptr.
+const std::string* SpecialTextIn(const tokenizer::Tokenizer& tok, const std::string& s) {
+  const tokenizer::Vocab& v = tok.vocab();
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    if (v.types[i] == tokenizer::TokenType::kControl && !v.tokens[i].empty() &&
+        s.find(v.tokens[i]) != std::string::npos)
+      return &v.tokens[i];
+  return nullptr;
+}
 
 }  // namespace
 
-std::vector<int32_t> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
-                                      const std::vector<ChatMessage>& messages) {
-  // ChatML, the only format ChatTemplate renders: <|im_start|>ROLE\nCONTENT<|im_end|>\n per
-  // turn, then <|im_start|>assistant\n. Checked against Render() in serve_test.cc.
-  (void)tmpl;
-  PromptBuilder b(tok);
-  const tokenizer::Vocab& v = tok.vocab();
-  for (const ChatMessage& m : messages) {
-    b.Marker("<|im_start|>");
-    b.Text(m.role + "\n" + m.content);
-    b.Marker("<|im_end|>");
-    b.Text("\n");
+Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
+                                              const std::vector<ChatMessage>& messages,
+                                              const nlohmann::ordered_json& extra) {
+  STRATA_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, /*add_generation_prompt=*/true, extra));
+  // Spans of the rendered text that are message content holding special-token text.
+  std::vector<std::pair<size_t, size_t>> protect;
+  size_t cursor = 0;
+  for (size_t k = 0; k < messages.size(); ++k) {
+    const std::string& content = messages[k].content;
+    if (content.empty()) continue;
+    const size_t at = text.find(content, cursor);
+    const std::string* special = SpecialTextIn(tok, content);
+    if (!special) {
+      if (at != std::string::npos) cursor = at + content.size();
+      continue;
+    }
+    if (at == std::string::npos)
+      return InvalidArgument(StrFormat("messages[%zu].content holds the special-token text '%s', and the chat "
+                                       "template does not write that content as it is; remove it",
+                                       k, special->c_str()));
+    protect.emplace_back(at, at + content.size());
+    cursor = at + content.size();
   }
-  b.Marker("<|im_start|>");
-  b.Text("assistant\n");
-  std::vector<int32_t> ids = b.Finish();
-  if (v.add_bos && v.special.bos != tokenizer::kNoToken) ids.insert(ids.begin(), v.special.bos);
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  auto add = [&](size_t b, size_t e, bool parse_special) {
+    if (e <= b) return;
+    std::vector<int32_t> part = tok.Encode(std::string_view(text).substr(b, e - b), false, parse_special);
+    ids.insert(ids.end(), part.begin(), part.end());
+  };
+  for (const auto& [b, e] : protect) {
+    add(pos, b, true);
+    add(b, e, false);
+    pos = e;
+  }
+  add(pos, text.size(), true);
+  // The vocabulary's BOS, unless the template wrote it.
+  const tokenizer::Vocab& v = tok.vocab();
+  if (v.add_bos && v.special.bos != tokenizer::kNoToken && (ids.empty() || ids.front() != v.special.bos))
+    ids.insert(ids.begin(), v.special.bos);
   return ids;
 }
 

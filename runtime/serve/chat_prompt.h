@@ -1,27 +1,30 @@
 #pragma once
 // The token ids of a chat, rendered with the pack's chat template.
 //
-// Message content is user input: it is tokenized with special-token parsing
-// OFF, so text such as "<|im_end|>" typed into a message stays text and
-// cannot close a turn or forge a system message. Only the template's own
-// markers become special tokens (when the vocabulary has them; otherwise
-// they are text like the rest). For content without special-token text the
-// ids are exactly those of Encode(template.Render(...), add_special, true),
-// which is what `strata-run --chat` runs.
-//
-// Prompts built this way extend each other token for token: the ids of a
-// conversation are a prefix of the ids of the same conversation with more
-// turns, which is what prefix reuse needs.
+// Message content is user input: special-token text in it (such as
+// "<|im_end|>" typed into a message) stays text and cannot close a turn or
+// forge a system message. The rendered prompt is tokenized with special
+// tokens parsed, except inside the spans where the template wrote a
+// message's content verbatim; a content that holds special-token text and
+// that the template does not write verbatim (it transformed it) is refused.
+// For content without special-token text the ids are exactly those of
+// Encode(Render(...), add_special, parse_special = true).
 
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/status.h"
 #include "runtime/chat/chat_template.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::serve {
 
-std::vector<int32_t> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
-                                      const std::vector<ChatMessage>& messages);
+// `extra`: template variables beyond the messages (tools, chat_template_kwargs).
+// Errors: the template's refusal, or forged special-token text (kInvalidArgument).
+Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
+                                              const std::vector<ChatMessage>& messages,
+                                              const nlohmann::ordered_json& extra = nullptr);
 
 }  // namespace strata::serve

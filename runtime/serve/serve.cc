@@ -114,7 +114,7 @@ Result<ServingParts> LoadForServing(const ServeOptions& o) {
   STRATA_ASSIGN_OR_RETURN(auto vocab, VocabFromManifest(*pack.manifest().tokenizer(), pack.path()));
   STRATA_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::Create(vocab));
   parts.tok.emplace(std::move(tok));
-  auto tmpl = ChatTemplate::FromPack(parts.tok->vocab().chat_template);
+  auto tmpl = ChatTemplate::FromVocab(parts.tok->vocab());
   if (!tmpl.ok())
     return Unsupported("refusing to serve: " + tmpl.status().message() +
                        " (the server renders chats with it; a model it cannot render would answer garbage)");
