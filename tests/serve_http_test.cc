@@ -578,6 +578,58 @@ TEST_F(ServeHttpTest, ThePacksOwnJinjaTemplateRendersChatsAndItsRefusalsAre400s)
   EXPECT_EQ(server.WaitExit(kLongMs), 0);
 }
 
+TEST_F(ServeHttpTest, ThinkingGoesToReasoningContentAndEnableThinkingIsHonoured) {
+  // Qwen3.5's template opens <think> at the end of the generation prompt unless enable_thinking is false.
+  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/Qwen3.5-4B.jinja");
+  const std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(qwen.empty());
+  const std::string pack = *dir_ + "/qwen35-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = qwen; }).ok());
+  ServerProcess server;
+  std::string error;
+  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(kLongMs / 1000, 0);
+  // Thinking on (the default): a random model never closes the block, so all of its answer is reasoning.
+  const std::string extra = R"("max_tokens":8,"ignore_eos":true,"temperature":0)";
+  auto r = c.Post("/v1/chat/completions", ChatBody("Hi", extra), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json m = json::parse(r->body)["choices"][0]["message"];
+  EXPECT_FALSE(m["reasoning_content"].get<std::string>().empty()) << r->body;
+  EXPECT_EQ(m["content"], "");
+  // Streamed: the same text arrives as reasoning_content deltas only.
+  auto st = c.Post("/v1/chat/completions", ChatBody("Hi", extra + R"(,"stream":true)"), "application/json");
+  ASSERT_TRUE(st);
+  std::string streamed_reasoning;
+  for (const std::string& e : Events(st->body)) {
+    if (e == "[DONE]") continue;
+    json d = json::parse(e)["choices"][0]["delta"];
+    EXPECT_FALSE(d.contains("content") && d["content"].is_string() && !d["content"].get<std::string>().empty()) << e;
+    if (d.contains("reasoning_content")) streamed_reasoning += d["reasoning_content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed_reasoning, m["reasoning_content"].get<std::string>());
+  // enable_thinking false: the template closes the block itself; the answer is content.
+  auto off = c.Post("/v1/chat/completions",
+                    ChatBody("Hi", extra + R"(,"chat_template_kwargs":{"enable_thinking":false})"), "application/json");
+  ASSERT_TRUE(off);
+  ASSERT_EQ(off->status, 200) << off->body;
+  json mo = json::parse(off->body)["choices"][0]["message"];
+  EXPECT_FALSE(mo.contains("reasoning_content")) << off->body;
+  EXPECT_FALSE(mo["content"].get<std::string>().empty()) << off->body;
+  EXPECT_GT(json::parse(off->body)["usage"]["prompt_tokens"].get<int>(),
+            json::parse(r->body)["usage"]["prompt_tokens"].get<int>());  // "\n\n</think>\n\n" more
+  // reasoning_format none: thinking stays in content.
+  auto raw = c.Post("/v1/chat/completions", ChatBody("Hi", extra + R"(,"reasoning_format":"none")"), "application/json");
+  ASSERT_TRUE(raw);
+  json mr = json::parse(raw->body)["choices"][0]["message"];
+  EXPECT_FALSE(mr.contains("reasoning_content"));
+  EXPECT_FALSE(mr["content"].get<std::string>().empty());
+  server.Terminate();
+  EXPECT_EQ(server.WaitExit(kLongMs), 0);
+}
+
 TEST_F(ServeHttpTest, StartRefusalsAreClear) {
   // A chat template Strata cannot read, or that cannot render one message, is refused at start, not mid-request.
   const std::string broken = *dir_ + "/broken-template.strata";

@@ -15,6 +15,7 @@
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/serve/api_request.h"
+#include "runtime/serve/reasoning.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/scheduler.h"
 #include "runtime/serve/stop_matcher.h"
@@ -169,6 +170,60 @@ TEST(ApiRequestTest, AcceptsTheOpenAiShapes) {
   ASSERT_FALSE(neutral.error) << neutral.error->message;
 }
 
+// ------------------------------------------------------------ reasoning
+
+ReasoningSplitter::Out SplitWhole(bool starts_inside, const std::string& text) {
+  ReasoningSplitter s(true, starts_inside);
+  ReasoningSplitter::Out a = s.Push(text), b = s.Finish();
+  return {a.reasoning + b.reasoning, a.content + b.content};
+}
+
+TEST(ReasoningSplitterTest, SeparatesThinkingFromTheAnswer) {
+  auto r = SplitWhole(false, "<think>\nLet me see.\n</think>\n\nThe answer.");
+  EXPECT_EQ(r.reasoning, "Let me see.");
+  EXPECT_EQ(r.content, "The answer.");
+  r = SplitWhole(true, "\nplan\n</think>\n\nDone");  // the prompt opened the block
+  EXPECT_EQ(r.reasoning, "plan");
+  EXPECT_EQ(r.content, "Done");
+  r = SplitWhole(false, "No thinking here, <think> later is text.");
+  EXPECT_EQ(r.reasoning, "");
+  EXPECT_EQ(r.content, "No thinking here, <think> later is text.");
+  r = SplitWhole(true, "cut off mid-thought  \n");  // max_tokens inside the block
+  EXPECT_EQ(r.reasoning, "cut off mid-thought");
+  EXPECT_EQ(r.content, "");
+  r = SplitWhole(false, "<thin");  // a prefix of the tag that never completes is content
+  EXPECT_EQ(r.content, "<thin");
+  ReasoningSplitter off(false, true);
+  EXPECT_EQ(off.Push("<think>x</think>y").content, "<think>x</think>y");
+}
+
+TEST(ReasoningSplitterTest, AnyPiecesGiveWhatTheWholeGives) {
+  const std::vector<std::string> texts = {"<think>\nA b\n\n c</think>\n\nAnswer <b>x</b> end\n",
+                                          "  <think>r</think>content",
+                                          "plain </think> text", "<think></think>", "\n\n</think>x"};
+  std::mt19937 rng(5);
+  for (const std::string& t : texts) {
+    for (bool inside : {false, true}) {
+      const auto whole = SplitWhole(inside, t);
+      for (int trial = 0; trial < 200; ++trial) {
+        ReasoningSplitter s(true, inside);
+        std::string reasoning, content;
+        size_t at = 0;
+        while (at < t.size()) {
+          const size_t n = std::min<size_t>(t.size() - at, 1 + rng() % 4);
+          auto o = s.Push(std::string_view(t).substr(at, n));
+          reasoning += o.reasoning;
+          content += o.content;
+          at += n;
+        }
+        auto o = s.Finish();
+        EXPECT_EQ(reasoning + o.reasoning, whole.reasoning) << t;
+        EXPECT_EQ(content + o.content, whole.content) << t;
+      }
+    }
+  }
+}
+
 TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
   struct Case {
     ApiKind kind;
@@ -221,8 +276,12 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"lora":[{"id":0,"scale":1}]})", "lora", "not implemented"},
       {ApiKind::kChat, "{" + m + R"(,"n_keep":10})", "n_keep", "never shifted"},
       {ApiKind::kChat, "{" + m + R"(,"id_slot":1})", "id_slot", "chosen by the server"},
-      {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":{"enable_thinking":false}})", "chat_template_kwargs",
-       "no arguments"},
+      {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":[1]})", "chat_template_kwargs", "must be an object"},
+      {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":{"messages":[]}})", "chat_template_kwargs",
+       "set by the server"},
+      {ApiKind::kChat, "{" + m + R"(,"reasoning_format":"xml"})", "reasoning_format", "must be"},
+      {ApiKind::kChat, R"({"messages":[{"role":"user","content":"x","reasoning_content":"r"}]})",
+       "messages[0].reasoning_content", "assistant messages"},
       {ApiKind::kChat, "{" + m + R"(,"repeat_penalty":1.1,"repeat_last_n":64})", "repeat_last_n", "whole answer"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":1,"max_completion_tokens":1})", "max_completion_tokens", "not both"},
       {ApiKind::kChat, "{" + m + R"(,"stop":5})", "stop", "string or an array"},

@@ -16,6 +16,7 @@ Result<ChatTemplate> ChatTemplate::FromPack(std::string_view source, std::string
   if (!parsed.ok()) return Unsupported("the pack's chat template cannot be read: " + parsed.status().message());
   t.jinja = std::make_shared<const jinja::Template>(std::move(*parsed));
   t.chatml_markers = source.find("<|im_end|>") != std::string_view::npos;
+  t.thinking = source.find("</think>") != std::string_view::npos;
   auto sample = t.Render({{"user", "Hello", nullptr}}, true);
   if (!sample.ok())
     return Unsupported("the pack's chat template cannot render a one-message chat: " + sample.status().message());

@@ -36,6 +36,7 @@ struct ChatTemplate {
   std::shared_ptr<const jinja::Template> jinja;  // the pack's template; null: ChatML
   std::string bos_token, eos_token;              // the texts the template sees
   bool chatml_markers = false;                   // the template writes <|im_end|>
+  bool thinking = false;                         // the template knows <think> blocks
 
   std::string name() const { return jinja ? "the pack's (Jinja)" : "ChatML"; }
 

@@ -132,11 +132,9 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
                         "grammar_lazy"})
     if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_boolean() && !v->get<bool>()))
       return refuse(f, "not implemented (false is accepted)");
-  for (const char* f : {"input_prefix", "input_suffix", "chat_template", "reasoning_format"})
+  for (const char* f : {"input_prefix", "input_suffix", "chat_template"})
     if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_string() && v->get<std::string>().empty()))
       return refuse(f, "not implemented");
-  if (const json* v = Field(body, "chat_template_kwargs"); v && !v->is_null() && !(v->is_object() && v->empty()))
-    return refuse("chat_template_kwargs", "the chat template takes no arguments yet");
   // llama-server counts repetition over the last N tokens; Strata over the
   // whole answer. The window matters only when a penalty is on.
   for (const char* f : {"repeat_last_n", "penalty_last_n"}) {
@@ -223,6 +221,13 @@ std::optional<ApiError> ParseMessages(const json& body, std::vector<ChatMessage>
                         "unsupported_parameter");
     ChatMessage cm;
     cm.role = r;
+    if (const json* rc = Field(m, "reasoning_content"); rc && !rc->is_null()) {
+      if (!rc->is_string()) return WrongType(where + ".reasoning_content", "a string", *rc);
+      if (r != "assistant")
+        return BadRequest("'" + where + ".reasoning_content' belongs to assistant messages", where + ".reasoning_content",
+                          "invalid_value");
+      cm.extra = nlohmann::ordered_json{{"reasoning_content", rc->get<std::string>()}};
+    }
     const json* content = Field(m, "content");
     if (!content) {
       if (r != "assistant")
@@ -375,6 +380,25 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
       return BadRequest("'messages' belongs to /v1/chat/completions; completions take 'prompt'", "messages",
                         "unsupported_parameter");
     if (auto e = ParsePrompt(j, limits, out)) return e;
+  }
+  if (kind == ApiKind::kChat) {
+    if (const json* kw = Field(j, "chat_template_kwargs"); kw && !kw->is_null()) {
+      if (!kw->is_object()) return WrongType("chat_template_kwargs", "an object", *kw);
+      for (auto it = kw->begin(); it != kw->end(); ++it) {
+        if (it.key() == "messages" || it.key() == "tools" || it.key() == "add_generation_prompt" ||
+            it.key() == "bos_token" || it.key() == "eos_token")
+          return BadRequest("'chat_template_kwargs." + it.key() + "' is set by the server", "chat_template_kwargs",
+                            "invalid_value");
+        out->template_kwargs[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
+      }
+    }
+    if (const json* rf = Field(j, "reasoning_format"); rf && !rf->is_null()) {
+      const std::string f = rf->is_string() ? rf->get<std::string>() : "";
+      if (f != "none" && f != "auto" && f != "deepseek" && f != "deepseek-legacy")
+        return BadRequest("'reasoning_format' must be \"auto\", \"deepseek\", \"deepseek-legacy\" or \"none\"",
+                          "reasoning_format", "invalid_value");
+      out->split_reasoning = f != "none";
+    }
   }
   if (auto e = GetBool(j, "stream", &out->stream)) return e;
   if (auto e = GetBool(j, "ignore_eos", &out->ignore_eos)) return e;

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/chat/chat_template.h"
 #include "runtime/model/sampler.h"
 #include "runtime/serve/api_error.h"
@@ -44,6 +46,10 @@ struct ApiRequest {
   bool has_seed = false;
   int32_t max_tokens = -1;            // -1: not given (the server's default applies)
   std::vector<std::string> stop;
+  // chat_template_kwargs: variables for the chat template (enable_thinking, ...).
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  // reasoning_format other than "none": thinking goes to reasoning_content.
+  bool split_reasoning = true;
 };
 
 // Parses a body. `defaults` are the server's sampling defaults (from the

@@ -11,6 +11,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/metrics_text.h"
+#include "runtime/serve/reasoning.h"
 #include "runtime/serve/utf8_stream.h"
 #include "runtime/serve/web_page.h"
 #include "strata/version.h"
@@ -126,15 +127,29 @@ struct Exchange {
   int64_t created = 0;
   std::shared_ptr<Job> job;
   Scheduler* scheduler = nullptr;
+  // Thinking models: reasoning and answer, separated as the text comes.
+  ReasoningSplitter splitter{false, false};
   // Non-streamed answers accumulate here.
-  std::string text;
+  std::string text, reasoning;
   bool done = false;
   FinishReason finish = FinishReason::kNone;
   std::optional<ApiError> error;
   JobStats stats;
 
+  // Splits one update's text; at the end, also what the splitter held back.
+  ReasoningSplitter::Out Split(const JobUpdate& u) {
+    ReasoningSplitter::Out out = splitter.Push(u.text);
+    if (u.done) {
+      ReasoningSplitter::Out tail = splitter.Finish();
+      out.reasoning += tail.reasoning;
+      out.content += tail.content;
+    }
+    return out;
+  }
   void Absorb(JobUpdate& u) {
-    text += u.text;
+    ReasoningSplitter::Out out = Split(u);
+    text += out.content;
+    reasoning += out.reasoning;
     if (u.done) {
       done = true;
       finish = u.finish;
@@ -150,21 +165,15 @@ struct Exchange {
                                                 : "text_completion";
     return {{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"system_fingerprint", fingerprint}};
   }
-  json Chunk(const std::string& content, const char* finish_reason, bool role) const {
+  // A chunk: chat with `delta` (role, content or reasoning_content), completions with text.
+  json Chunk(const json& delta, const std::string& completion_text, const char* finish_reason) const {
     json j = Base(true);
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (finish_reason) choice["finish_reason"] = finish_reason;
     if (kind == ApiKind::kChat) {
-      json delta = json::object();
-      if (role) {
-        delta["role"] = "assistant";
-        delta["content"] = nullptr;
-      } else if (!finish_reason) {
-        delta["content"] = content;
-      }
       choice["delta"] = delta;
     } else {
-      choice["text"] = content;
+      choice["text"] = completion_text;
     }
     j["choices"] = json::array({choice});
     if (include_usage) j["usage"] = nullptr;
@@ -182,6 +191,7 @@ struct Exchange {
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", Reason()}};
     if (kind == ApiKind::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
+      if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
     } else {
       choice["text"] = text;
     }
@@ -223,20 +233,28 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   auto gone = [&] { x->scheduler->Cancel(x->job); };
   if (!res.Begin(200, "text/event-stream")) return gone();
   auto write = [&](const std::string& text) { return res.Write(text); };
-  if (x->kind == ApiKind::kChat && !write(Event(x->Chunk("", nullptr, /*role=*/true)))) return gone();
+  if (x->kind == ApiKind::kChat && !write(Event(x->Chunk({{"role", "assistant"}, {"content", nullptr}}, "", nullptr))))
+    return gone();
   while (true) {
     JobUpdate u;
     if (!x->job->Wait(kKeepAlive, &u)) {
       if (!write(": keep-alive\n\n")) return gone();
       continue;
     }
-    if (!u.text.empty() && !write(Event(x->Chunk(u.text, nullptr, false)))) return gone();
+    const ReasoningSplitter::Out out = x->Split(u);
+    if (!out.reasoning.empty() && !write(Event(x->Chunk({{"reasoning_content", out.reasoning}}, "", nullptr))))
+      return gone();
+    if (!out.content.empty() && !write(Event(x->Chunk({{"content", out.content}}, out.content, nullptr))))
+      return gone();
     if (!u.done) continue;
-    x->Absorb(u);
+    x->done = true;
+    x->finish = u.finish;
+    x->error = u.error;
+    x->stats = u.stats;
     if (x->error) {
       write(Event(x->error->ToJson()));
     } else {
-      if (!write(Event(x->Chunk("", x->Reason(), false)))) return gone();
+      if (!write(Event(x->Chunk(json::object(), "", x->Reason())))) return gone();
       if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
       if (!write("data: [DONE]\n\n")) return gone();
     }
@@ -573,15 +591,21 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     return reject(too_long(StrFormat("%zu bytes (at least %zu tokens)", text_bytes, text_bytes / m.max_token_bytes)));
 
   GenerationRequest g;
+  bool opens_thinking = false;
   g.stop = ar.stop;
   g.ignore_eog = ar.ignore_eos;
   if (kind == ApiKind::kChat) {
     g.kind = "chat";
-    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages);
+    std::string rendered;
+    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages, ar.template_kwargs, &rendered);
     if (!ids.ok())
       return reject(BadRequest("the chat template refused the conversation: " + ids.status().message(), "messages",
                                "template_error"));
     g.prompt = std::move(*ids);
+    // A generation prompt that ends inside an opened <think> block starts the answer there.
+    std::string_view r = rendered;
+    while (!r.empty() && (r.back() == '\n' || r.back() == ' ')) r.remove_suffix(1);
+    opens_thinking = r.ends_with("<think>");
     for (const std::string& stop : m.chat_template.StopStrings()) g.stop.push_back(stop);
   } else {
     g.kind = "completion";
@@ -610,6 +634,8 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   x->created = UnixNow();
   x->job = *job;
   x->scheduler = &sched;
+  if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
+    x->splitter = ReasoningSplitter(true, opens_thinking);
   if (ar.stream) return StreamAnswer(res, x);
   AnswerWhenDone(res, x);
 }

@@ -23,8 +23,9 @@ const std::string* SpecialTextIn(const tokenizer::Tokenizer& tok, const std::str
 
 Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
                                               const std::vector<ChatMessage>& messages,
-                                              const nlohmann::ordered_json& extra) {
+                                              const nlohmann::ordered_json& extra, std::string* rendered) {
   STRATA_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, /*add_generation_prompt=*/true, extra));
+  if (rendered) *rendered = text;
   // Spans of the rendered text that are message content holding special-token text.
   std::vector<std::pair<size_t, size_t>> protect;
   size_t cursor = 0;

@@ -23,8 +23,10 @@ namespace strata::serve {
 
 // `extra`: template variables beyond the messages (tools, chat_template_kwargs).
 // Errors: the template's refusal, or forged special-token text (kInvalidArgument).
+// *rendered, when given, receives the prompt text.
 Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
                                               const std::vector<ChatMessage>& messages,
-                                              const nlohmann::ordered_json& extra = nullptr);
+                                              const nlohmann::ordered_json& extra = nullptr,
+                                              std::string* rendered = nullptr);
 
 }  // namespace strata::serve
