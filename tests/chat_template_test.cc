@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/chat/chat_template.h"
 #include "runtime/chat/jinja.h"
 
 namespace strata {
@@ -123,6 +124,21 @@ TEST(Jinja, ErrorsNameTheLineAndRaiseExceptionPassesItsMessage) {
   EXPECT_EQ(Render("\n\n{{ raise_exception('Roles must alternate') }}"), "ERROR: Roles must alternate");
   EXPECT_EQ(Render("{{ 1 / 0 }}"), "ERROR: chat template, line 1: division by zero");
   EXPECT_EQ(Render("{{ x.y.z }}|{{ x['k'] }}"), "|");  // undefined stays undefined
+}
+
+TEST(ChatTemplates, TemplatesThatCannotServeAreRefusedAtLoad) {
+  EXPECT_TRUE(ChatTemplate::FromPack("").ok());  // none: ChatML
+  auto broken = ChatTemplate::FromPack("{% if messages %}");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(broken.status().message().find("cannot be read: chat template, line 1: missing {% endif %}"),
+            std::string::npos);
+  auto constant = ChatTemplate::FromPack("<|im_start|>user\nhi<|im_end|>");  // no Jinja: the same text every time
+  ASSERT_FALSE(constant.ok());
+  EXPECT_NE(constant.status().message().find("leaves the message out"), std::string::npos);
+  auto raising = ChatTemplate::FromPack("{{ raise_exception('nope') }}");
+  ASSERT_FALSE(raising.ok());
+  EXPECT_NE(raising.status().message().find("cannot render a one-message chat: nope"), std::string::npos);
 }
 
 TEST(Jinja, RenderingIsBounded) {

@@ -20,6 +20,9 @@ Result<ChatTemplate> ChatTemplate::FromPack(std::string_view source, std::string
   auto sample = t.Render({{"user", "Hello", nullptr}}, true);
   if (!sample.ok())
     return Unsupported("the pack's chat template cannot render a one-message chat: " + sample.status().message());
+  if (sample->find("Hello") == std::string::npos)
+    return Unsupported("the pack's chat template leaves the message out of the prompt (a one-message chat "
+                       "\"Hello\" rendered as \"" + sample->substr(0, 120) + "\")");
   return t;
 }
 

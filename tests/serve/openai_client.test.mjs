@@ -151,8 +151,12 @@ describe("openai client", () => {
       client.chat.completions.create({ model: "tiny", messages: [] }),
       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /messages' is empty/.test(e.message));
     await assert.rejects(
-      client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }], max_tokens: 1e6 }),
+      client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }], max_tokens: 0 }),
       (e) => e.status === 400 && e.param === "max_tokens");
+    // More than the context holds is clamped, as OpenAI does: the answer ends with "length".
+    const clamped = await client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x" }],
+                                                          max_tokens: 1e6, temperature: 0 });
+    assert.ok(["length", "stop"].includes(clamped.choices[0].finish_reason));
     await assert.rejects(
       client.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "x".repeat(300) }] }),
       (e) => e.status === 400 && e.code === "context_length_exceeded");
