@@ -173,7 +173,7 @@ TEST_F(ServeHttpTest, EveryBadRequestGetsAnOpenAiErrorAndTheServerCarriesOn) {
       {"/v1/chat/completions", ChatBody("x", R"("temperature":"warm")"), 400, "'temperature' must be a number"},
       {"/v1/chat/completions", ChatBody("x", R"("max_tokens":0)"), 400, "'max_tokens' must be in [1, "},
       {"/v1/chat/completions", ChatBody("x", R"("mirostat":2)"), 400, "'mirostat' is not supported"},
-      {"/v1/chat/completions", ChatBody("x", R"("tools":[{"type":"function"}])"), 400, "'tools' is not supported"},
+      {"/v1/chat/completions", ChatBody("x", R"("tools":[{"type":"function"}])"), 400, "'tools[0].function' is required"},
       {"/v1/chat/completions", big_prompt, 400, "but a slot's context holds 64"},
       {"/v1/completions", R"({"prompt":[1,99999]})", 400, "out of range"},
       {"/v1/completions", R"({"prompt":""})", 400, "'prompt' is empty"},
@@ -628,6 +628,72 @@ TEST_F(ServeHttpTest, ThinkingGoesToReasoningContentAndEnableThinkingIsHonoured)
   EXPECT_FALSE(mr["content"].get<std::string>().empty());
   server.Terminate();
   EXPECT_EQ(server.WaitExit(kLongMs), 0);
+}
+
+TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
+  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/Qwen-Qwen3-0.6B.jinja");
+  const std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string pack = *dir_ + "/qwen3-template.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = qwen; }).ok());
+  ServerProcess server;
+  std::string error;
+  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(kLongMs / 1000, 0);
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}}})},
+               {"max_tokens", 2}, {"tools", tools}};
+  // The template writes the tool list and its instructions into the prompt: far more than the
+  // tiny model's 256 positions (its vocabulary is nearly one token per byte), so the size shows.
+  auto with = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(with);
+  ASSERT_EQ(with->status, 400) << with->body;
+  EXPECT_NE(with->body.find("context_length_exceeded"), std::string::npos) << with->body;
+  std::smatch sm;
+  const std::string message = json::parse(with->body)["error"]["message"].get<std::string>();
+  ASSERT_TRUE(std::regex_search(message, sm, std::regex("the prompt is (\\d+) tokens"))) << message;
+  EXPECT_GT(std::stoi(sm[1].str()), 500) << message;
+  body.erase("tools");
+  auto without = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(without);
+  ASSERT_EQ(without->status, 200) << without->body;
+  body["tools"] = tools;
+  body["tool_choice"] = "none";  // none: the template gets no tools
+  auto none = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(none);
+  ASSERT_EQ(none->status, 200) << none->body;
+  EXPECT_EQ(json::parse(none->body)["usage"]["prompt_tokens"], json::parse(without->body)["usage"]["prompt_tokens"]);
+  // A round trip's history: the call and its result render (the template's <tool_response> turn).
+  body = json::parse(R"({"max_tokens":2,"messages":[
+      {"role":"user","content":"Weather in Oslo?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+      {"role":"tool","tool_call_id":"call_a","content":"-3C and snow"}]})");
+  auto history = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(history);
+  EXPECT_EQ(history->status, 200) << history->body;
+  EXPECT_TRUE(server.WaitForLog("strata serve: request"));
+  server.Terminate();
+  EXPECT_EQ(server.WaitExit(kLongMs), 0);
+  // A template without a tool-call format Strata reads refuses tools instead of ignoring them.
+  std::ifstream gin(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/google-gemma-2-2b-it.jinja");
+  const std::string gemma((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
+  const std::string gpack = *dir_ + "/gemma-tools.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), gpack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = gemma; }).ok());
+  ServerProcess g;
+  ASSERT_TRUE(g.Start({gpack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+  ASSERT_TRUE(g.WaitReady(kLongMs));
+  httplib::Client gc("127.0.0.1", g.port());
+  gc.set_read_timeout(kLongMs / 1000, 0);
+  json gb = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"tools", tools}};
+  auto refused = gc.Post("/v1/chat/completions", gb.dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_NE(refused->body.find("no tool-call format"), std::string::npos) << refused->body;
+  g.Terminate();
+  EXPECT_EQ(g.WaitExit(kLongMs), 0);
 }
 
 TEST_F(ServeHttpTest, StartRefusalsAreClear) {

@@ -16,6 +16,7 @@
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/reasoning.h"
+#include "runtime/serve/tool_calls.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/scheduler.h"
 #include "runtime/serve/stop_matcher.h"
@@ -224,6 +225,95 @@ TEST(ReasoningSplitterTest, AnyPiecesGiveWhatTheWholeGives) {
   }
 }
 
+// ------------------------------------------------------------ tool calls
+
+TEST(ToolCallTest, FormatsFollowTheTemplate) {
+  EXPECT_EQ(ToolCallFormatOf("{{ '<tool_call>\n{\"name\": ...}' }}"), ToolCallFormat::kJson);
+  EXPECT_EQ(ToolCallFormatOf("<tool_call>\n<function=example_function_name>"), ToolCallFormat::kXml);
+  EXPECT_EQ(ToolCallFormatOf("[TOOL_CALLS]"), ToolCallFormat::kNone);
+}
+
+TEST(ToolCallTest, ParsesQwen3JsonAndQwen35XmlCalls) {
+  auto j = ParseToolCall(ToolCallFormat::kJson, "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", "
+                                                "\"days\": 2}}\n");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->name, "get_weather");
+  EXPECT_EQ(j->arguments, "{\"city\":\"Paris\",\"days\":2}");
+  auto text_args = ParseToolCall(ToolCallFormat::kJson, R"({"name": "f", "arguments": "{\"a\": 1}"})");
+  ASSERT_TRUE(text_args.ok());
+  EXPECT_EQ(text_args->arguments, "{\"a\":1}");
+  auto params = ParseToolCall(ToolCallFormat::kJson, R"({"name": "f", "parameters": {"b": [1]}})");
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(params->arguments, "{\"b\":[1]}");
+  auto x = ParseToolCall(ToolCallFormat::kXml, "\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+                                               "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"a\": true}\n"
+                                               "</parameter>\n</function>\n");
+  ASSERT_TRUE(x.ok()) << x.status().message();
+  EXPECT_EQ(x->name, "get_weather");
+  EXPECT_EQ(x->arguments, "{\"city\":\"New York\",\"days\":3,\"opts\":{\"a\":true}}");
+  for (const char* bad : {"", "{", "[1]", "{\"arguments\": {}}", "{\"name\": \"f\", \"arguments\": 3}",
+                          "{\"name\": \"a b\"}"})
+    EXPECT_FALSE(ParseToolCall(ToolCallFormat::kJson, bad).ok()) << bad;
+  for (const char* bad : {"", "<function=f>", "<function=f><parameter=a>1</function>", "<function=>x</function>",
+                          "<function=f>junk</function>"})
+    EXPECT_FALSE(ParseToolCall(ToolCallFormat::kXml, bad).ok()) << bad;
+}
+
+TEST(ToolCallTest, TheStreamerSeparatesCallsFromContentInAnyPieces) {
+  const std::string text =
+      "Let me check.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>\n";
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 300; ++trial) {
+    ToolCallStreamer s(ToolCallFormat::kJson);
+    std::string content;
+    std::vector<ToolCall> calls;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t n = trial == 0 ? text.size() : std::min<size_t>(text.size() - at, 1 + rng() % 5);
+      auto o = s.Push(std::string_view(text).substr(at, n));
+      content += o.content;
+      for (auto& c : o.calls) calls.push_back(c);
+      at += n;
+    }
+    auto o = s.Finish();
+    content += o.content;
+    for (auto& c : o.calls) calls.push_back(c);
+    EXPECT_EQ(content, "Let me check.\n");
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].name, "a");
+    EXPECT_EQ(calls[0].arguments, "{\"x\":1}");
+    EXPECT_EQ(calls[1].name, "b");
+  }
+  // A block that does not parse stays content; so does a partial tag at the end.
+  ToolCallStreamer s(ToolCallFormat::kJson);
+  auto o = s.Push("x <tool_call>not json</tool_call> y <tool_ca");
+  auto f = s.Finish();
+  EXPECT_EQ(o.content + f.content, "x <tool_call>not json</tool_call> y <tool_ca");
+  EXPECT_TRUE(o.calls.empty() && f.calls.empty());
+}
+
+TEST(ApiRequestTest, ToolsToolMessagesAndToolCallsInHistory) {
+  auto p = Parse(ApiKind::kChat, R"({"messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"-3C"}],
+      "tools":[{"type":"function","function":{"name":"get_weather","description":"d",
+        "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],
+      "tool_choice":"auto","parallel_tool_calls":false})");
+  ASSERT_FALSE(p.error) << p.error->message;
+  const ApiRequest& r = p.request;
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].content, "");
+  // Arguments sent as JSON text reach the template as an object.
+  EXPECT_EQ(r.messages[1].extra["tool_calls"][0]["function"]["arguments"]["city"], "Oslo");
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].extra["tool_call_id"], "call_1");
+}
+
 TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
   struct Case {
     ApiKind kind;
@@ -246,7 +336,11 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, R"({"messages":[{"content":"x"}]})", "messages[0].role", "required"},
       {ApiKind::kChat, R"({"messages":[{"role":7,"content":"x"}]})", "messages[0].role", "must be a string"},
       {ApiKind::kChat, R"({"messages":[{"role":"wizard","content":"x"}]})", "messages[0].role", "\"wizard\""},
-      {ApiKind::kChat, R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role", "tool calling"},
+      {ApiKind::kChat, R"({"messages":[{"role":"function","content":"x"}]})", "messages[0].role", "deprecated"},
+      {ApiKind::kChat, R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})", "messages[0].tool_calls",
+       "assistant messages"},
+      {ApiKind::kChat, R"({"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments", "JSON object"},
       {ApiKind::kChat, R"({"messages":[{"role":"user"}]})", "messages[0].content", "required"},
       {ApiKind::kChat, R"({"messages":[{"role":"user","content":5}]})", "messages[0].content", "string or an array"},
       {ApiKind::kChat, R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})",
@@ -289,7 +383,15 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"stop":[1]})", "stop", "must be a string"},
       {ApiKind::kChat, "{" + m + R"(,"stream":"yes"})", "stream", "true or false"},
       {ApiKind::kChat, "{" + m + R"(,"stream_options":{"include_usage":true}})", "stream_options", "stream"},
-      {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"function"}]})", "tools", "not supported"},
+      {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"function"}]})", "tools[0].function", "required"},
+      {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"code","function":{"name":"f"}}]})", "tools[0].type", "function"},
+      {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"function","function":{"name":"a b"}}]})", "tools[0].function.name",
+       "letters"},
+      {ApiKind::kChat, "{" + m + R"(,"tool_choice":"required"})", "tool_choice", "constrained"},
+      {ApiKind::kChat, "{" + m + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})", "tool_choice",
+       "not supported yet"},
+      {ApiKind::kChat, "{" + m + R"(,"tool_choice":"sometimes"})", "tool_choice", "must be"},
+      {ApiKind::kChat, "{" + m + R"(,"functions":[{"name":"f"}]})", "functions", "deprecated"},
       {ApiKind::kChat, "{" + m + R"(,"response_format":{"type":"json_object"}})", "response_format", "not supported"},
       {ApiKind::kChat, "{" + m + R"(,"logprobs":true})", "logprobs", "not supported"},
       {ApiKind::kChat, "{" + m + R"(,"n":3})", "n", "not supported"},

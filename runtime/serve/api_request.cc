@@ -155,13 +155,10 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
   auto refuse = [](const std::string& field, const std::string& why) {
     return BadRequest("'" + field + "' is not supported by this server: " + why, field, "unsupported_parameter");
   };
-  for (const char* f : {"tools", "functions"})
-    if (const json* v = Field(body, f); v && !(v->is_array() && v->empty()))
-      return refuse(f, "it has no tool or function calling");
-  if (const json* v = Field(body, "tool_choice"); v && !(v->is_string() && v->get<std::string>() == "none"))
-    return refuse("tool_choice", "it has no tool calling (only \"none\" is accepted)");
+  if (const json* v = Field(body, "functions"); v && !(v->is_array() && v->empty()))
+    return refuse("functions", "the deprecated functions API is not served; send 'tools'");
   if (const json* v = Field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
-    return refuse("function_call", "it has no function calling");
+    return refuse("function_call", "the deprecated functions API is not served; send 'tool_choice'");
   if (const json* v = Field(body, "response_format")) {
     const json* t = v->is_object() ? Field(*v, "type") : nullptr;
     if (!t || !t->is_string() || t->get<std::string>() != "text")
@@ -194,6 +191,114 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
   return std::nullopt;
 }
 
+// A tool's or a call's function name: OpenAI's ^[a-zA-Z0-9_-]{1,64}$ (dots allowed too, as some clients send them).
+bool ValidFunctionName(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  return true;
+}
+
+// tool_calls of an assistant message, and tool_call_id/name of a tool
+// message, into the message's template fields. Arguments sent as JSON text
+// reach the template as objects (templates iterate them).
+std::optional<ApiError> ParseToolFields(const json& m, const std::string& role, const std::string& where,
+                                        ChatMessage* cm) {
+  auto set = [&](const char* key, nlohmann::ordered_json v) {
+    if (!cm->extra.is_object()) cm->extra = nlohmann::ordered_json::object();
+    cm->extra[key] = std::move(v);
+  };
+  if (const json* calls = Field(m, "tool_calls"); calls && !calls->is_null()) {
+    if (role != "assistant")
+      return BadRequest("'" + where + ".tool_calls' belongs to assistant messages", where + ".tool_calls",
+                        "invalid_value");
+    if (!calls->is_array()) return WrongType(where + ".tool_calls", "an array of tool calls", *calls);
+    if (calls->size() > 128) return BadRequest("'" + where + ".tool_calls' has more than 128 calls", where, "invalid_value");
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (size_t k = 0; k < calls->size(); ++k) {
+      const json& c = (*calls)[k];
+      const std::string cw = StrFormat("%s.tool_calls[%zu]", where.c_str(), k);
+      if (!c.is_object()) return WrongType(cw, "a tool call object", c);
+      const json* fn = Field(c, "function");
+      if (!fn || !fn->is_object()) return BadRequest("'" + cw + ".function' is required: {name, arguments}", cw + ".function", "missing_field");
+      const json* name = Field(*fn, "name");
+      if (!name || !name->is_string() || !ValidFunctionName(name->get<std::string>()))
+        return BadRequest("'" + cw + ".function.name' must be a function name", cw + ".function.name", "invalid_value");
+      nlohmann::ordered_json args = nlohmann::ordered_json::object();
+      if (const json* a = Field(*fn, "arguments"); a && !a->is_null()) {
+        if (a->is_string()) {
+          args = nlohmann::ordered_json::parse(a->get<std::string>(), nullptr, false);
+          if (args.is_discarded() || !args.is_object())
+            return BadRequest("'" + cw + ".function.arguments' must be a JSON object (as text)", cw + ".function.arguments",
+                              "invalid_value");
+        } else if (a->is_object()) {
+          args = nlohmann::ordered_json::parse(a->dump());
+        } else {
+          return WrongType(cw + ".function.arguments", "a JSON object as text", *a);
+        }
+      }
+      nlohmann::ordered_json call = {{"type", "function"},
+                                     {"function", {{"name", name->get<std::string>()}, {"arguments", args}}}};
+      if (const json* id = Field(c, "id"); id && id->is_string()) call["id"] = id->get<std::string>();
+      list.push_back(std::move(call));
+    }
+    set("tool_calls", std::move(list));
+  }
+  if (role == "tool") {
+    if (const json* id = Field(m, "tool_call_id"); id && !id->is_null()) {
+      if (!id->is_string()) return WrongType(where + ".tool_call_id", "a string", *id);
+      set("tool_call_id", id->get<std::string>());
+    }
+    if (const json* n = Field(m, "name"); n && n->is_string()) set("name", n->get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// tools, tool_choice and parallel_tool_calls.
+std::optional<ApiError> ParseTools(const json& j, ApiRequest* out) {
+  if (const json* tools = Field(j, "tools"); tools && !tools->is_null()) {
+    if (!tools->is_array()) return WrongType("tools", "an array of tools", *tools);
+    if (tools->size() > 128) return BadRequest("'tools' has more than 128 tools", "tools", "invalid_value");
+    for (size_t k = 0; k < tools->size(); ++k) {
+      const json& t = (*tools)[k];
+      const std::string tw = StrFormat("tools[%zu]", k);
+      if (!t.is_object()) return WrongType(tw, "a tool object", t);
+      const json* type = Field(t, "type");
+      if (!type || !type->is_string() || type->get<std::string>() != "function")
+        return BadRequest("'" + tw + ".type' must be \"function\"", tw + ".type", "invalid_value");
+      const json* fn = Field(t, "function");
+      if (!fn || !fn->is_object()) return BadRequest("'" + tw + ".function' is required", tw + ".function", "missing_field");
+      const json* name = Field(*fn, "name");
+      if (!name || !name->is_string() || !ValidFunctionName(name->get<std::string>()))
+        return BadRequest("'" + tw + ".function.name' must be 1-64 letters, digits, '_', '-' or '.'",
+                          tw + ".function.name", "invalid_value");
+      if (const json* d = Field(*fn, "description"); d && !d->is_null() && !d->is_string())
+        return WrongType(tw + ".function.description", "a string", *d);
+      if (const json* p = Field(*fn, "parameters"); p && !p->is_null() && !p->is_object())
+        return WrongType(tw + ".function.parameters", "a JSON Schema object", *p);
+      out->tools.push_back(nlohmann::ordered_json::parse(t.dump()));
+    }
+  }
+  if (const json* tc = Field(j, "tool_choice"); tc && !tc->is_null()) {
+    const std::string choice = tc->is_string() ? tc->get<std::string>() : "";
+    if (choice == "none") {
+      out->tool_choice_none = true;
+    } else if (choice == "auto") {
+      // the default
+    } else if (choice == "required" || tc->is_object()) {
+      return BadRequest("'tool_choice' " + (tc->is_object() ? std::string("naming a function") : "\"required\"") +
+                            " is not supported yet: it needs sampling constrained to the tools' schemas; send "
+                            "\"auto\" (the model decides) or \"none\"",
+                        "tool_choice", "unsupported_parameter");
+    } else {
+      return BadRequest("'tool_choice' must be \"auto\", \"none\", \"required\" or a function", "tool_choice",
+                        "invalid_value");
+    }
+  }
+  if (auto e = GetBool(j, "parallel_tool_calls", &out->parallel_tool_calls)) return e;
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseMessages(const json& body, std::vector<ChatMessage>* out) {
   const json* msgs = Field(body, "messages");
   if (!msgs) return BadRequest("'messages' is required: an array of {\"role\", \"content\"} objects", "messages",
@@ -209,27 +314,29 @@ std::optional<ApiError> ParseMessages(const json& body, std::vector<ChatMessage>
     if (!role->is_string()) return WrongType(where + ".role", "a string", *role);
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    if (r == "tool" || r == "function")
-      return BadRequest("'" + where + ".role' is \"" + r + "\": this server has no tool calling", where + ".role",
-                        "unsupported_parameter");
-    if (r != "system" && r != "user" && r != "assistant")
-      return BadRequest("'" + where + ".role' must be \"system\", \"developer\", \"user\" or \"assistant\", not \"" +
-                            r + "\"",
+    if (r == "function")
+      return BadRequest("'" + where + ".role' is \"function\": the deprecated functions API is not served; use "
+                        "\"tool\" messages", where + ".role", "unsupported_parameter");
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      return BadRequest("'" + where + ".role' must be \"system\", \"developer\", \"user\", \"assistant\" or "
+                        "\"tool\", not \"" + r + "\"",
                         where + ".role", "invalid_value");
-    if (Field(m, "tool_calls") || Field(m, "function_call"))
-      return BadRequest("'" + where + "' has tool calls: this server has no tool calling", where,
-                        "unsupported_parameter");
+    if (Field(m, "function_call"))
+      return BadRequest("'" + where + ".function_call': the deprecated functions API is not served; use tool_calls",
+                        where, "unsupported_parameter");
     ChatMessage cm;
     cm.role = r;
+    if (auto e = ParseToolFields(m, r, where, &cm)) return e;
     if (const json* rc = Field(m, "reasoning_content"); rc && !rc->is_null()) {
       if (!rc->is_string()) return WrongType(where + ".reasoning_content", "a string", *rc);
       if (r != "assistant")
         return BadRequest("'" + where + ".reasoning_content' belongs to assistant messages", where + ".reasoning_content",
                           "invalid_value");
-      cm.extra = nlohmann::ordered_json{{"reasoning_content", rc->get<std::string>()}};
+      if (!cm.extra.is_object()) cm.extra = nlohmann::ordered_json::object();
+      cm.extra["reasoning_content"] = rc->get<std::string>();
     }
     const json* content = Field(m, "content");
-    if (!content) {
+    if (!content || (content->is_null() && r == "assistant")) {
       if (r != "assistant")
         return BadRequest("'" + where + ".content' is required", where + ".content", "missing_field");
     } else if (content->is_string()) {
@@ -382,6 +489,7 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
     if (auto e = ParsePrompt(j, limits, out)) return e;
   }
   if (kind == ApiKind::kChat) {
+    if (auto e = ParseTools(j, out)) return e;
     if (const json* kw = Field(j, "chat_template_kwargs"); kw && !kw->is_null()) {
       if (!kw->is_object()) return WrongType("chat_template_kwargs", "an object", *kw);
       for (auto it = kw->begin(); it != kw->end(); ++it) {

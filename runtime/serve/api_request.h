@@ -50,6 +50,10 @@ struct ApiRequest {
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   // reasoning_format other than "none": thinking goes to reasoning_content.
   bool split_reasoning = true;
+  // tools: OpenAI's [{"type": "function", "function": {name, description, parameters}}], checked.
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  bool tool_choice_none = false;     // tool_choice "none": the template gets no tools, nothing is parsed
+  bool parallel_tool_calls = true;   // false: only the first call of an answer is returned
 };
 
 // Parses a body. `defaults` are the server's sampling defaults (from the

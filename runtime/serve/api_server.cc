@@ -12,6 +12,7 @@
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/metrics_text.h"
 #include "runtime/serve/reasoning.h"
+#include "runtime/serve/tool_calls.h"
 #include "runtime/serve/utf8_stream.h"
 #include "runtime/serve/web_page.h"
 #include "strata/version.h"
@@ -136,18 +137,55 @@ struct Exchange {
   std::optional<ApiError> error;
   JobStats stats;
 
-  // Splits one update's text; at the end, also what the splitter held back.
-  ReasoningSplitter::Out Split(const JobUpdate& u) {
+  // Tool calls in the answer (when the request has tools and the template a format).
+  std::optional<ToolCallStreamer> tool_streamer;
+  bool parallel_tool_calls = true;
+  std::vector<std::pair<std::string, ToolCall>> calls;  // id, call
+
+  struct Delta {
+    std::string reasoning, content;
+    size_t first_new_call = 0, new_calls = 0;  // calls[first_new_call ...]
+  };
+  // Splits one update's text into reasoning, content and tool calls; at the
+  // end, also what was held back.
+  Delta Split(const JobUpdate& u) {
     ReasoningSplitter::Out out = splitter.Push(u.text);
     if (u.done) {
       ReasoningSplitter::Out tail = splitter.Finish();
       out.reasoning += tail.reasoning;
       out.content += tail.content;
     }
-    return out;
+    Delta d;
+    d.reasoning = std::move(out.reasoning);
+    d.first_new_call = calls.size();
+    if (!tool_streamer) {
+      d.content = std::move(out.content);
+      return d;
+    }
+    ToolCallStreamer::Out t = tool_streamer->Push(out.content);
+    if (u.done) {
+      ToolCallStreamer::Out tail = tool_streamer->Finish();
+      t.content += tail.content;
+      for (ToolCall& c : tail.calls) t.calls.push_back(std::move(c));
+    }
+    d.content = std::move(t.content);
+    for (ToolCall& c : t.calls) {
+      if (!parallel_tool_calls && !calls.empty()) continue;  // one call per answer
+      calls.emplace_back(RandomId("call_"), std::move(c));
+    }
+    d.new_calls = calls.size() - d.first_new_call;
+    return d;
+  }
+  json ToolCallJson(size_t index, bool with_index) const {
+    json j = json::object();
+    if (with_index) j["index"] = index;
+    j["id"] = calls[index].first;
+    j["type"] = "function";
+    j["function"] = {{"name", calls[index].second.name}, {"arguments", calls[index].second.arguments}};
+    return j;
   }
   void Absorb(JobUpdate& u) {
-    ReasoningSplitter::Out out = Split(u);
+    Delta out = Split(u);
     text += out.content;
     reasoning += out.reasoning;
     if (u.done) {
@@ -158,7 +196,10 @@ struct Exchange {
     }
   }
   // Finish reasons a client sees ("cancelled" never reaches a connected one).
-  const char* Reason() const { return finish == FinishReason::kStop ? "stop" : "length"; }
+  const char* Reason() const {
+    if (!calls.empty()) return "tool_calls";
+    return finish == FinishReason::kStop ? "stop" : "length";
+  }
 
   json Base(bool chunk) const {
     const char* object = kind == ApiKind::kChat ? (chunk ? "chat.completion.chunk" : "chat.completion")
@@ -192,6 +233,15 @@ struct Exchange {
     if (kind == ApiKind::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
       if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
+      if (!calls.empty()) {
+        std::string_view content = text;  // around calls, only real text is content
+        while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) content.remove_suffix(1);
+        while (!content.empty() && std::isspace(static_cast<unsigned char>(content.front()))) content.remove_prefix(1);
+        choice["message"]["content"] = content.empty() ? json(nullptr) : json(std::string(content));
+        json list = json::array();
+        for (size_t k = 0; k < calls.size(); ++k) list.push_back(ToolCallJson(k, false));
+        choice["message"]["tool_calls"] = list;
+      }
     } else {
       choice["text"] = text;
     }
@@ -241,11 +291,14 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
       if (!write(": keep-alive\n\n")) return gone();
       continue;
     }
-    const ReasoningSplitter::Out out = x->Split(u);
+    const Exchange::Delta out = x->Split(u);
     if (!out.reasoning.empty() && !write(Event(x->Chunk({{"reasoning_content", out.reasoning}}, "", nullptr))))
       return gone();
     if (!out.content.empty() && !write(Event(x->Chunk({{"content", out.content}}, out.content, nullptr))))
       return gone();
+    for (size_t k = out.first_new_call; k < out.first_new_call + out.new_calls; ++k)  // OpenAI's tool_calls deltas
+      if (!write(Event(x->Chunk({{"tool_calls", json::array({x->ToolCallJson(k, true)})}}, "", nullptr))))
+        return gone();
     if (!u.done) continue;
     x->done = true;
     x->finish = u.finish;
@@ -592,12 +645,22 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
 
   GenerationRequest g;
   bool opens_thinking = false;
+  const bool tools_active = kind == ApiKind::kChat && !ar.tools.empty() && !ar.tool_choice_none;
   g.stop = ar.stop;
   g.ignore_eog = ar.ignore_eos;
   if (kind == ApiKind::kChat) {
     g.kind = "chat";
     std::string rendered;
-    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages, ar.template_kwargs, &rendered);
+    json extra = ar.template_kwargs;
+    if (tools_active) {
+      if (m.tool_format == ToolCallFormat::kNone)
+        return reject(BadRequest("this model's chat template has no tool-call format Strata reads (it reads "
+                                 "Qwen3's <tool_call> JSON and Qwen3.5's <function=...> form); send no tools, or "
+                                 "\"tool_choice\": \"none\"",
+                                 "tools", "unsupported_parameter"));
+      extra["tools"] = ar.tools;
+    }
+    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages, extra, &rendered);
     if (!ids.ok())
       return reject(BadRequest("the chat template refused the conversation: " + ids.status().message(), "messages",
                                "template_error"));
@@ -636,6 +699,10 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   x->scheduler = &sched;
   if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
     x->splitter = ReasoningSplitter(true, opens_thinking);
+  if (tools_active) {
+    x->tool_streamer.emplace(m.tool_format);
+    x->parallel_tool_calls = ar.parallel_tool_calls;
+  }
   if (ar.stream) return StreamAnswer(res, x);
   AnswerWhenDone(res, x);
 }

@@ -27,6 +27,7 @@
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/http_server.h"
 #include "runtime/serve/scheduler.h"
+#include "runtime/serve/tool_calls.h"
 #include "runtime/serve/serve_options.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -46,6 +47,8 @@ struct ServingModel {
   // a text of more than n * max_token_bytes bytes has more than n tokens,
   // which is known before tokenizing it.
   size_t max_token_bytes = 1;
+  // The tool-call format the pack's template teaches (kNone: tools are refused).
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
 };
 
 // A text longer than this is refused by /tokenize (400) without tokenizing.

@@ -381,9 +381,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (state_ == State::kClosed) return;
     s_->Count(&HttpCounters::timed_out);
     if (state_ == State::kHead || state_ == State::kBody) {
+      if (timed_out_) return Close();  // the cancelled read did not end (it had completed already): close
       timed_out_ = true;
       ErrorCode ec;
       sock_.cancel(ec);  // the read ends with operation_aborted and answers 408
+      // A composed read whose current step had already completed goes on
+      // reading; it gets a short while to notice, then the socket closes.
+      Arm(Clock::now() + s_->limits.write_stall_stopping);
       return;
     }
     Close();  // an idle keep-alive, a stalled write, a refusal nobody reads
@@ -429,7 +433,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnHead(const ErrorCode& ec) {
     if (state_ != State::kHead) return;
-    if (ec) return OnReadError(ec);
+    if (ec || timed_out_) return OnReadError(ec);
     request_ = std::make_shared<HttpRequest>();
     request_->remote = remote_;
     if (auto r = CheckHead(*parser_, s_->limits, request_.get())) {
@@ -471,7 +475,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadBody() {
     http::async_read(sock_, buffer_, *parser_, [self = shared_from_this()](const ErrorCode& ec, size_t) {
       if (self->state_ != State::kBody) return;
-      if (ec) return self->OnReadError(ec);
+      if (ec || self->timed_out_) return self->OnReadError(ec);
       self->request_->body = std::move(self->parser_->get().body());
       self->Dispatch();
     });

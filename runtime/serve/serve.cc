@@ -163,6 +163,7 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
   sm.created = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count();
   for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
+  sm.tool_format = ToolCallFormatOf(parts.tok->vocab().chat_template);
   return sm;
 }
 

@@ -1,0 +1,166 @@
+#include "runtime/serve/tool_calls.h"
+
+#include <nlohmann/json.hpp>
+
+namespace strata::serve {
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+using ojson = nlohmann::ordered_json;
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+size_t PartialTagAtEnd(std::string_view s, std::string_view tag) {
+  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
+    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
+  return 0;
+}
+
+bool ValidName(std::string_view n) {
+  if (n.empty() || n.size() > 128) return false;
+  for (char c : n)
+    if (IsSpace(c) || c == '<' || c == '>' || c == '"') return false;
+  return true;
+}
+
+Result<ToolCall> ParseJsonCall(std::string_view inner) {
+  ojson j = ojson::parse(Trim(inner), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("the tool call is not a JSON object");
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || !ValidName(name->get<std::string>()))
+    return InvalidArgument("the tool call has no function name");
+  auto args = j.find("arguments");
+  if (args == j.end()) args = j.find("parameters");
+  ToolCall call;
+  call.name = name->get<std::string>();
+  if (args == j.end() || args->is_null()) {
+    call.arguments = "{}";
+  } else if (args->is_string()) {  // arguments already as JSON text
+    ojson parsed = ojson::parse(args->get<std::string>(), nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) return InvalidArgument("the tool call's arguments are not an object");
+    call.arguments = parsed.dump();
+  } else if (args->is_object()) {
+    call.arguments = args->dump();
+  } else {
+    return InvalidArgument("the tool call's arguments are not an object");
+  }
+  return call;
+}
+
+// <function=NAME> <parameter=KEY>VALUE</parameter>... </function>
+Result<ToolCall> ParseXmlCall(std::string_view inner) {
+  std::string_view s = Trim(inner);
+  constexpr std::string_view kFn = "<function=";
+  if (s.substr(0, kFn.size()) != kFn) return InvalidArgument("the tool call has no <function=...>");
+  const size_t name_end = s.find('>');
+  if (name_end == std::string_view::npos) return InvalidArgument("unterminated <function=...>");
+  ToolCall call;
+  call.name = std::string(Trim(s.substr(kFn.size(), name_end - kFn.size())));
+  if (!ValidName(call.name)) return InvalidArgument("the tool call's function name is not valid");
+  s = s.substr(name_end + 1);
+  const size_t fn_close = s.rfind("</function>");
+  if (fn_close == std::string_view::npos) return InvalidArgument("the tool call has no </function>");
+  if (!Trim(s.substr(fn_close + 11)).empty()) return InvalidArgument("text after </function>");
+  s = s.substr(0, fn_close);
+  ojson args = ojson::object();
+  constexpr std::string_view kParam = "<parameter=";
+  constexpr std::string_view kParamClose = "</parameter>";
+  while (!Trim(s).empty()) {
+    s = Trim(s);
+    if (s.substr(0, kParam.size()) != kParam) return InvalidArgument("unexpected text between parameters");
+    const size_t key_end = s.find('>');
+    if (key_end == std::string_view::npos) return InvalidArgument("unterminated <parameter=...>");
+    const std::string key(Trim(s.substr(kParam.size(), key_end - kParam.size())));
+    if (key.empty()) return InvalidArgument("a parameter without a name");
+    s = s.substr(key_end + 1);
+    const size_t value_end = s.find(kParamClose);
+    if (value_end == std::string_view::npos) return InvalidArgument("unterminated parameter " + key);
+    std::string_view value = s.substr(0, value_end);
+    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);  // the template writes "\n" around values
+    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+    // A value that reads as JSON (a number, true, an object, ...) is that value; other text is a string.
+    ojson parsed = ojson::parse(value, nullptr, false);
+    if (!parsed.is_discarded() && !parsed.is_string()) args[key] = std::move(parsed);
+    else args[key] = std::string(value);
+    s = s.substr(value_end + kParamClose.size());
+  }
+  call.arguments = args.dump();
+  return call;
+}
+
+}  // namespace
+
+ToolCallFormat ToolCallFormatOf(std::string_view source) {
+  if (source.find("<tool_call>") == std::string_view::npos) return ToolCallFormat::kNone;
+  if (source.find("<function=") != std::string_view::npos) return ToolCallFormat::kXml;
+  return ToolCallFormat::kJson;
+}
+
+Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
+  if (format == ToolCallFormat::kXml) return ParseXmlCall(inner);
+  if (format == ToolCallFormat::kJson) return ParseJsonCall(inner);
+  return InvalidArgument("this template has no tool-call format");
+}
+
+ToolCallStreamer::Out ToolCallStreamer::Push(std::string_view text) {
+  Out out;
+  pending_.append(text);
+  Run(&out, false);
+  return out;
+}
+
+ToolCallStreamer::Out ToolCallStreamer::Finish() {
+  Out out;
+  Run(&out, true);
+  return out;
+}
+
+void ToolCallStreamer::Run(Out* out, bool final) {
+  while (true) {
+    if (!in_call_) {
+      const size_t open = pending_.find(kOpen);
+      if (open != std::string::npos) {
+        // Whitespace between two calls is not content.
+        if (calls_ == 0 || !Trim(std::string_view(pending_).substr(0, open)).empty())
+          out->content.append(pending_, 0, open);
+        pending_.erase(0, open + kOpen.size());
+        in_call_ = true;
+        continue;
+      }
+      // Content, but not a partial "<tool_call" at the end; after a call,
+      // whitespace waits to see whether text or another call follows.
+      size_t keep = final ? 0 : PartialTagAtEnd(pending_, kOpen);
+      size_t end = pending_.size() - keep;
+      if (calls_ > 0 && Trim(std::string_view(pending_).substr(0, end)).empty()) {
+        if (final) pending_.clear();
+        return;
+      }
+      out->content.append(pending_, 0, end);
+      pending_.erase(0, end);
+      return;
+    }
+    const size_t close = pending_.find(kClose);
+    if (close == std::string::npos && !final) return;
+    const std::string inner = pending_.substr(0, close == std::string::npos ? pending_.size() : close);
+    auto call = ParseToolCall(format_, inner);
+    if (call.ok()) {
+      out->calls.push_back(std::move(*call));
+      ++calls_;
+    } else {  // not a call after all: the text stays content
+      out->content += std::string(kOpen) + inner + (close == std::string::npos ? "" : std::string(kClose));
+    }
+    pending_.erase(0, close == std::string::npos ? pending_.size() : close + kClose.size());
+    in_call_ = false;
+    if (final && pending_.empty()) return;
+  }
+}
+
+}  // namespace strata::serve

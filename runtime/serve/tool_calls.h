@@ -1,0 +1,52 @@
+#pragma once
+// Tool calls in a model's output, in the formats the pack's chat template
+// teaches the model (it is told the format in its prompt by the template):
+//   kJson: <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+//          (Qwen2.5, Qwen3, Hermes; "parameters" is read as "arguments")
+//   kXml:  <tool_call><function=NAME><parameter=KEY>VALUE</parameter>...
+//          </function></tool_call> (Qwen3.5, Qwen3-Coder)
+// ToolCallStreamer separates calls from content as the text streams: text
+// from <tool_call> on is held back until its </tool_call>, then parsed; a
+// block that does not parse is given back as content, so nothing is lost.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace strata::serve {
+
+enum class ToolCallFormat { kNone, kJson, kXml };
+
+// The format a chat template teaches (kNone: it has no tool calls Strata reads).
+ToolCallFormat ToolCallFormatOf(std::string_view template_source);
+
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // a JSON object, as text (OpenAI's function.arguments)
+};
+
+// One call from the text between <tool_call> and </tool_call>.
+Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner);
+
+class ToolCallStreamer {
+ public:
+  struct Out {
+    std::string content;
+    std::vector<ToolCall> calls;
+  };
+  explicit ToolCallStreamer(ToolCallFormat format) : format_(format) {}
+  Out Push(std::string_view text);
+  Out Finish();
+  bool any_call() const { return calls_ > 0; }
+
+ private:
+  void Run(Out* out, bool final);
+  ToolCallFormat format_;
+  std::string pending_;
+  bool in_call_ = false;
+  size_t calls_ = 0;
+};
+
+}  // namespace strata::serve
