@@ -1,5 +1,7 @@
 // libFuzzer target: the server's request parsing (chat and completions
-// bodies), the JSON depth scan and the UTF-8 stream, on arbitrary bytes.
+// bodies), the JSON depth scan and the UTF-8 stream, on arbitrary bytes;
+// and, treating the bytes as model output, the reasoning splitter and the
+// tool-call parsers (two pieces give what the whole gives).
 // No input may crash, hang, leak or trip a sanitizer, and what the parser
 // accepts must hold the promises the rest of the server relies on.
 
@@ -10,6 +12,8 @@
 
 #include "runtime/base/compiler.h"
 #include "runtime/serve/api_request.h"
+#include "runtime/serve/reasoning.h"
+#include "runtime/serve/tool_calls.h"
 #include "runtime/serve/utf8_stream.h"
 
 namespace {
@@ -59,5 +63,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string whole = SanitizeUtf8(body);
   Check(pieces == whole);
   Check(SanitizeUtf8(whole) == whole);
+
+  // Model output: reasoning and tool calls split in two pieces equal split whole.
+  for (bool inside : {false, true}) {
+    ReasoningSplitter a(true, inside), b(true, inside);
+    ReasoningSplitter::Out w = a.Push(body), wt = a.Finish();
+    ReasoningSplitter::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
+    Check(w.reasoning + wt.reasoning == p1.reasoning + p2.reasoning + pt.reasoning);
+    Check(w.content + wt.content == p1.content + p2.content + pt.content);
+  }
+  for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml}) {
+    ToolCallStreamer a(f), b(f);
+    ToolCallStreamer::Out w = a.Push(body), wt = a.Finish();
+    ToolCallStreamer::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
+    Check(w.content + wt.content == p1.content + p2.content + pt.content);
+    Check(w.calls.size() + wt.calls.size() == p1.calls.size() + p2.calls.size() + pt.calls.size());
+    for (const auto* out : {&w, &wt})
+      for (const ToolCall& c : out->calls) Check(!c.name.empty() && !c.arguments.empty() && c.arguments[0] == '{');
+  }
   return 0;
 }
