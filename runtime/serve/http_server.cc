@@ -490,7 +490,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                                static_cast<long long>(in_body ? s_->limits.body_deadline.count()
                                                                               : s_->limits.head_deadline.count())),
                                      ""}),
-                    false);
+                    /*linger=*/true);  // read what the client still trickles, so it sees the 408, not a reset
     }
     if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == http::error::partial_message ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted)
