@@ -696,6 +696,35 @@ TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
   EXPECT_EQ(g.WaitExit(kLongMs), 0);
 }
 
+TEST_F(ServeHttpTest, WithoutDashCTheContextIsTheLargestThePlanFits) {
+  // A training context of 65,536: planned whole when it fits, else the largest multiple of 256 that does.
+  const std::string pack = *dir_ + "/long-context.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [](fb::ManifestT& m) { m.hparams->n_ctx_train = 65536; }).ok());
+  auto chosen = [](const std::string& log) -> int64_t {
+    std::smatch sm;
+    if (!std::regex_search(log, sm, std::regex("context per slot: (\\d+) \\(the largest the memory plan fits"))) return -1;
+    return std::stoll(sm[1].str());
+  };
+  auto whole = testing::RunProgram("strata-run", {pack, "--serve", "--plan", "--reference"});
+  EXPECT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(chosen(whole.err), 65536) << whole.err;
+  // The plan's KV line at that context, to pick a budget that holds a quarter of it.
+  std::smatch sm;
+  ASSERT_TRUE(std::regex_search(whole.out, sm, std::regex("KV cache \\(F32\\)\\s+RAM\\s+([0-9.]+) MiB"))) << whole.out;
+  const double kv_mib = std::stod(sm[1].str());
+  const std::string budget = std::to_string(static_cast<int64_t>(kv_mib / 4) + 64) + "M";
+  auto fitted = testing::RunProgram("strata-run", {pack, "--serve", "--plan", "--reference", "--ram-budget", budget});
+  EXPECT_EQ(fitted.exit_code, 0) << fitted.out << fitted.err;
+  const int64_t n = chosen(fitted.err);
+  EXPECT_GE(n, 4096) << fitted.err;
+  EXPECT_LT(n, 65536) << fitted.err;
+  EXPECT_EQ(n % 256, 0) << n;
+  // -c still wins.
+  auto given = testing::RunProgram("strata-run", {pack, "--serve", "--plan", "--reference", "-c", "1024"});
+  EXPECT_EQ(chosen(given.err), -1) << given.err;
+  EXPECT_NE(given.out.find("context 1024 x 4"), std::string::npos) << given.out;
+}
+
 TEST_F(ServeHttpTest, StartRefusalsAreClear) {
   // A chat template Strata cannot read, or that cannot render one message, is refused at start, not mid-request.
   const std::string broken = *dir_ + "/broken-template.strata";
@@ -930,11 +959,12 @@ TEST_F(ServeHttpTest, ConnectionsBeyondTheCapGet503AtOnceAndIdleOnesAreClosed) {
   held.pop_back();  // one slot frees
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // A keep-alive request is answered, then the idle connection is closed
-  // after the idle limit (600 ms here, 5 s by default).
+  // after the idle limit (600 ms here, 30 s by default), which responses announce.
   testing::RawConnection k(port);
   ASSERT_TRUE(k.Send("GET /health HTTP/1.1\r\n" + HostLine(port) + "\r\n"));
   const std::string first = k.Read(kLongMs, "\"ok\"}");
   EXPECT_EQ(StatusLine(first), "HTTP/1.1 200 OK") << first;
+  EXPECT_NE(first.find("Keep-Alive: timeout=1\r\n"), std::string::npos) << first;  // 600 ms, at least 1 s said
   const auto idle0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(k.WaitClosed(5000));
   EXPECT_GE(std::chrono::steady_clock::now() - idle0, std::chrono::milliseconds(450));

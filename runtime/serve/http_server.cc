@@ -556,8 +556,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 // The response a handler writes, formatted here and written by the I/O thread.
 class ResponseWriter final : public HttpResponse {
  public:
-  ResponseWriter(std::shared_ptr<Connection> c, int version, bool keep_alive, bool stopping)
-      : c_(std::move(c)), version_(version), keep_alive_(keep_alive && !stopping) {}
+  ResponseWriter(std::shared_ptr<Connection> c, int version, bool keep_alive, bool stopping,
+                 std::chrono::milliseconds idle)
+      : c_(std::move(c)), version_(version), keep_alive_(keep_alive && !stopping),
+        // Clients that honour it close an idle connection before the server does.
+        keep_alive_header_(StrFormat("Keep-Alive: timeout=%lld\r\n",
+                                     static_cast<long long>(std::max<int64_t>(1, idle.count() / 1000)))) {}
 
   bool Send(int status, std::string_view content_type, std::string_view body) override {
     if (started_) return false;
@@ -601,12 +605,14 @@ class ResponseWriter final : public HttpResponse {
     if (!content_type.empty()) h += "Content-Type: " + std::string(content_type) + "\r\n";
     for (const HttpHeader& x : extra_) h += x.name + ": " + x.value + "\r\n";
     if (!keep_alive_) h += "Connection: close\r\n";
+    else h += keep_alive_header_;
     return h;
   }
 
   std::shared_ptr<Connection> c_;
   int version_;
   bool keep_alive_;
+  std::string keep_alive_header_;
   bool started_ = false, complete_ = false, chunked_ = false, ok_ = true;
 };
 
@@ -619,7 +625,7 @@ void Connection::Dispatch() {
   s_->HandlerStarted();
   s_->workers.Post([self = shared_from_this(), request, keep_alive] {
     HttpServer::Impl* s = self->s_;
-    ResponseWriter response(self, request->version, keep_alive, s->stopping.load());
+    ResponseWriter response(self, request->version, keep_alive, s->stopping.load(), s->limits.keep_alive_idle);
     try {
       s->handler(*request, response);
     } catch (const std::exception& e) {

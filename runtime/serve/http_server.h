@@ -11,7 +11,8 @@
 //     byte of it is read), read whole within 30 s; all bodies being read or
 //     held together within body_budget, else 503;
 //   - at most max_connections connections; one beyond gets an immediate 503
-//     and is closed; an idle keep-alive connection is closed after 5 s;
+//     and is closed; an idle keep-alive connection is closed after 30 s
+//     (responses say so: Keep-Alive: timeout=30);
 //   - a response write that makes no progress for 10 s (1 s while stopping)
 //     closes the connection.
 //
@@ -49,7 +50,7 @@ struct HttpLimits {
   uint64_t body_budget = 64u << 20;  // bytes of all bodies read or held at once
   std::chrono::milliseconds head_deadline{10000};
   std::chrono::milliseconds body_deadline{30000};
-  std::chrono::milliseconds keep_alive_idle{5000};
+  std::chrono::milliseconds keep_alive_idle{30000};
   std::chrono::milliseconds write_stall{10000};
   std::chrono::milliseconds write_stall_stopping{1000};
   int max_connections = 1024;

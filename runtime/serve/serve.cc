@@ -138,17 +138,50 @@ SchedulerOptions SchedulerOptionsFor(const ServeOptions& o, int64_t n_ctx) {
 // The memory plan, as strata-run makes it (docs/memory-plan.md): the slots'
 // states, the workspace of the largest step, the expert tiers. A server that
 // would not fit refuses to start instead of failing under load.
-Result<std::unique_ptr<PlannedRun>> PlanServing(const ServeOptions& o, const LoadedRun& loaded,
-                                                const SchedulerOptions& so) {
+RunMemoryOptions MemoryOptionsFor(const ServeOptions& o, const SchedulerOptions& so) {
   RunMemoryOptions mo = o.memory;
   mo.parallel = so.parallel;
   mo.decode_copies = o.load.decode_copies != "native";  // the host expert tier follows --decode-copies
+  return mo;
+}
+
+RunShape ShapeFor(const LoadedRun& loaded, const SchedulerOptions& so) {
   RunShape shape;
   shape.n_ctx = so.n_ctx;
   shape.batch = so.step_tokens;
   shape.threads = loaded.backend->threads();
   shape.recurrent_snapshots = true;
-  return PlanAndAllocate(loaded, mo, shape, o.plan_only, "strata serve");
+  return shape;
+}
+
+Result<std::unique_ptr<PlannedRun>> PlanServing(const ServeOptions& o, const LoadedRun& loaded,
+                                                const SchedulerOptions& so) {
+  return PlanAndAllocate(loaded, MemoryOptionsFor(o, so), ShapeFor(loaded, so), o.plan_only, "strata serve");
+}
+
+// Without -c: the largest context per slot, up to the training context and
+// in steps of 256, whose memory plan fits the slots, workspace and tiers
+// (plans only; nothing is allocated). When not even the CLI's default
+// (min(training context, 4096)) fits, that default stays, and the plan's
+// refusal names what does not fit.
+int64_t FitContext(const ServeOptions& o, const LoadedRun& loaded, SchedulerOptions so) {
+  const int64_t train = loaded.model->hp().n_ctx_train;
+  const int64_t dflt = loaded.n_ctx;
+  auto fits = [&](int64_t n) {
+    so.n_ctx = n;
+    auto setup = PlanRun(*loaded.pack, *loaded.model, *loaded.backend, MemoryOptionsFor(o, so), ShapeFor(loaded, so));
+    return setup.ok() && setup->plan.Fits();
+  };
+  if (train <= dflt || !fits(dflt)) return dflt;
+  if (fits(train)) return train;
+  constexpr int64_t kStep = 256;
+  int64_t lo = dflt / kStep, hi = train / kStep;  // lo * kStep fits (dflt rounded down); hi * kStep is taken not to
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid * kStep)) lo = mid;
+    else hi = mid;
+  }
+  return std::max(dflt, lo * kStep);
 }
 
 ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Scheduler* scheduler) {
@@ -235,6 +268,12 @@ int Serve(const ServeOptions& options) {
   if (!parts.ok()) return fail(parts.status());
   const LoadedRun& loaded = parts->loaded;
   SchedulerOptions so = SchedulerOptionsFor(o, loaded.n_ctx);
+  if (o.load.n_ctx == 0) {
+    so.n_ctx = FitContext(o, loaded, so);
+    std::fprintf(stderr, "strata serve: context per slot: %lld (the largest the memory plan fits, up to the training "
+                 "context %lld; -c sets it)\n", static_cast<long long>(so.n_ctx),
+                 static_cast<long long>(loaded.model->hp().n_ctx_train));
+  }
   auto planned = PlanServing(o, loaded, so);
   if (!planned.ok()) return fail(planned.status());
   if (o.plan_only) {
