@@ -105,3 +105,50 @@ test("Stop ends a long answer and the page stays usable", { timeout: 120000 }, a
   await page.waitForSelector(".msg.error", { timeout: 30000 });
   assert.match(await page.textContent(".msg.error"), /API key/);
 });
+
+test("conversations survive a reload; answers render Markdown, thinking and tool calls, never HTML; settings apply",
+     { timeout: 120000 }, async () => {
+  const stored = {
+    id: "t1", title: "stored chat", messages: [
+      { role: "user", content: "show me" },
+      { role: "assistant", reasoning_content: "I should answer <b>carefully</b>.",
+        content: "# Title\n\nSome **bold** and `code` <img src=x onerror=\"window.pwned=1\"> " +
+                 "<script>window.pwned=2</script>\n\n```js\nconst x = '<b>';\n```\n- one\n- two",
+        tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } }],
+        stats: "3 tokens" }] };
+  await page.evaluate((c) => localStorage.setItem("strata-conversations", JSON.stringify([c])), stored);
+  await page.reload();
+  await page.waitForSelector(".msg.assistant strong");
+  assert.equal(await page.textContent(".msg.assistant strong"), "bold");
+  assert.equal(await page.textContent(".msg.assistant p code"), "code");
+  assert.equal(await page.textContent(".msg.assistant pre code"), "const x = '<b>';");
+  assert.equal(await page.locator(".msg.assistant li").count(), 2);
+  assert.equal(await page.locator(".msg.assistant h1").count(), 1);
+  // Markup in model text is text: no element from it, no script run.
+  assert.equal(await page.locator(".msg img, .msg script, .msg b").count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  assert.match(await page.textContent(".msg.assistant"), /<img src=x/);
+  assert.match(await page.textContent("details.thinking"), /answer <b>carefully<\/b>/);
+  assert.match(await page.textContent(".toolcall"), /get_weather\(\{"city":"Oslo"\}\)/);
+  assert.match(await page.textContent("#chats"), /stored chat/);
+  await page.click("details.thinking summary");
+  await page.screenshot({ path: path.join(BIN, "serve-web-page-rendering.png") });
+
+  // Settings: max tokens 3 limits the next answer, and they persist.
+  await page.fill("#apikey", "page-key");
+  await page.dispatchEvent("#apikey", "change");
+  await page.click("#settings summary");
+  await page.fill("#max_tokens", "3");
+  await page.dispatchEvent("#max_tokens", "change");
+  await page.click("#clear");
+  await page.fill("#input", "Once upon a time");
+  await page.click("#send");
+  await page.waitForFunction(() => /finish: (stop|length)/.test(document.getElementById("speed").textContent) &&
+                                   !document.getElementById("send").disabled, null, { timeout: 60000 });
+  assert.match(await page.textContent("#speed"), /^[0-3] tokens/);
+  await page.reload();
+  await page.waitForSelector(".msg.assistant");
+  assert.equal(await page.inputValue("#max_tokens"), "3");
+  assert.equal(await page.locator(".msg.user").count(), 1);  // the newest conversation, shown again
+  assert.equal(await page.locator("#chats button").count(), 2);
+});
