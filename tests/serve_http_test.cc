@@ -106,6 +106,28 @@ class ServeHttpTest : public ::testing::Test {
     return false;
   }
 
+  // A copy of the test pack whose chat template is tests/chat/templates/NAME.jinja.
+  static std::string PackWithTemplate(const std::string& name) {
+    std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/" + name + ".jinja");
+    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(source.empty()) << name;
+    const std::string pack = *dir_ + "/" + name + ".strata";
+    EXPECT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = source; })
+                    .ok());
+    return pack;
+  }
+  // Starts `server` on `pack` (reference backend, one thread), ready to serve.
+  static void StartOn(ServerProcess& server, const std::string& pack) {
+    std::string error;
+    ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+    ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+  }
+  static httplib::Client ClientOf(const ServerProcess& server) {
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(kLongMs / 1000, 0);
+    return c;
+  }
+
   static std::string* dir_;
   ServerProcess server_;
 };
@@ -541,17 +563,9 @@ TEST_F(ServeHttpTest, ASecondSigintCancelsWhatRunsAndStillExitsZero) {
 
 TEST_F(ServeHttpTest, ThePacksOwnJinjaTemplateRendersChatsAndItsRefusalsAre400s) {
   // Gemma 2's template (tests/chat/templates): its own turn markers, and it refuses system messages.
-  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/google-gemma-2-2b-it.jinja");
-  const std::string gemma((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(gemma.empty());
-  const std::string pack = *dir_ + "/gemma-template.strata";
-  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = gemma; }).ok());
   ServerProcess server;
-  std::string error;
-  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
-  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
-  httplib::Client c("127.0.0.1", server.port());
-  c.set_read_timeout(kLongMs / 1000, 0);
+  ASSERT_NO_FATAL_FAILURE(StartOn(server, PackWithTemplate("google-gemma-2-2b-it")));
+  httplib::Client c = ClientOf(server);
   auto ok = c.Post("/v1/chat/completions", ChatBody("Hello", R"("max_tokens":2)"), "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
@@ -580,17 +594,9 @@ TEST_F(ServeHttpTest, ThePacksOwnJinjaTemplateRendersChatsAndItsRefusalsAre400s)
 
 TEST_F(ServeHttpTest, ThinkingGoesToReasoningContentAndEnableThinkingIsHonoured) {
   // Qwen3.5's template opens <think> at the end of the generation prompt unless enable_thinking is false.
-  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/Qwen3.5-4B.jinja");
-  const std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(qwen.empty());
-  const std::string pack = *dir_ + "/qwen35-template.strata";
-  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = qwen; }).ok());
   ServerProcess server;
-  std::string error;
-  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
-  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
-  httplib::Client c("127.0.0.1", server.port());
-  c.set_read_timeout(kLongMs / 1000, 0);
+  ASSERT_NO_FATAL_FAILURE(StartOn(server, PackWithTemplate("Qwen3.5-4B")));
+  httplib::Client c = ClientOf(server);
   // Thinking on (the default): a random model never closes the block, so all of its answer is reasoning.
   const std::string extra = R"("max_tokens":8,"ignore_eos":true,"temperature":0)";
   auto r = c.Post("/v1/chat/completions", ChatBody("Hi", extra), "application/json");
@@ -631,16 +637,9 @@ TEST_F(ServeHttpTest, ThinkingGoesToReasoningContentAndEnableThinkingIsHonoured)
 }
 
 TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
-  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/Qwen-Qwen3-0.6B.jinja");
-  const std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string pack = *dir_ + "/qwen3-template.strata";
-  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = qwen; }).ok());
   ServerProcess server;
-  std::string error;
-  ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
-  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
-  httplib::Client c("127.0.0.1", server.port());
-  c.set_read_timeout(kLongMs / 1000, 0);
+  ASSERT_NO_FATAL_FAILURE(StartOn(server, PackWithTemplate("Qwen-Qwen3-0.6B")));
+  httplib::Client c = ClientOf(server);
   const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",
       "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
   json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}}})},
@@ -678,15 +677,9 @@ TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
   server.Terminate();
   EXPECT_EQ(server.WaitExit(kLongMs), 0);
   // A template without a tool-call format Strata reads refuses tools instead of ignoring them.
-  std::ifstream gin(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/google-gemma-2-2b-it.jinja");
-  const std::string gemma((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
-  const std::string gpack = *dir_ + "/gemma-tools.strata";
-  ASSERT_TRUE(testing::RewriteManifest(Pack(), gpack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = gemma; }).ok());
   ServerProcess g;
-  ASSERT_TRUE(g.Start({gpack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
-  ASSERT_TRUE(g.WaitReady(kLongMs));
-  httplib::Client gc("127.0.0.1", g.port());
-  gc.set_read_timeout(kLongMs / 1000, 0);
+  ASSERT_NO_FATAL_FAILURE(StartOn(g, PackWithTemplate("google-gemma-2-2b-it")));
+  httplib::Client gc = ClientOf(g);
   json gb = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"tools", tools}};
   auto refused = gc.Post("/v1/chat/completions", gb.dump(), "application/json");
   ASSERT_TRUE(refused);
@@ -1072,8 +1065,7 @@ TEST_F(ServeHttpTest, AnExceptionEndsOneRequestWithA500NotTheServer) {
     ASSERT_TRUE(server.Start({Pack(), "--serve", "--reference", "-t", "1"}, {{"STRATA_FAULT", site}}, &error))
         << error;
     ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
-    httplib::Client c("127.0.0.1", server.port());
-    c.set_read_timeout(kLongMs / 1000, 0);
+    httplib::Client c = ClientOf(server);
     auto first = c.Post("/v1/chat/completions", ChatBody("hi", R"("max_tokens":2)"), "application/json");
     ASSERT_TRUE(first) << site;
     EXPECT_EQ(first->status, 500) << site << ": " << first->body;

@@ -1,19 +1,12 @@
 #include "runtime/serve/reasoning.h"
 
+#include "runtime/serve/text_scan.h"
+
 namespace strata::serve {
 namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// The length of the longest suffix of `s` that is a proper prefix of `tag`.
-size_t PartialTagAtEnd(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

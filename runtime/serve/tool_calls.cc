@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/serve/text_scan.h"
+
 namespace strata::serve {
 namespace {
 
@@ -9,20 +11,6 @@ constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 
 using ojson = nlohmann::ordered_json;
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-size_t PartialTagAtEnd(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 bool ValidName(std::string_view n) {
   if (n.empty() || n.size() > 128) return false;
