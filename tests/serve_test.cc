@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -227,10 +229,64 @@ TEST(ReasoningSplitterTest, AnyPiecesGiveWhatTheWholeGives) {
 
 // ------------------------------------------------------------ tool calls
 
+std::string TemplateText(const std::string& name) {
+  std::ifstream in(std::string(STRATA_SOURCE_DIR) + "/tests/chat/templates/" + name + ".jinja");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 TEST(ToolCallTest, FormatsFollowTheTemplate) {
-  EXPECT_EQ(ToolCallFormatOf("{{ '<tool_call>\n{\"name\": ...}' }}"), ToolCallFormat::kJson);
-  EXPECT_EQ(ToolCallFormatOf("<tool_call>\n<function=example_function_name>"), ToolCallFormat::kXml);
-  EXPECT_EQ(ToolCallFormatOf("[TOOL_CALLS]"), ToolCallFormat::kNone);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("Qwen-Qwen3-0.6B")), ToolCallFormat::kJson);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("Qwen3.5-4B")), ToolCallFormat::kXml);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("Qwen3-Coder")), ToolCallFormat::kXml);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("mistralai-Mistral-Nemo-Instruct-2407")), ToolCallFormat::kMistral);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("meta-llama-Llama-3.1-8B-Instruct")), ToolCallFormat::kLlama3);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("meta-llama-Llama-3.2-3B-Instruct")), ToolCallFormat::kLlama3);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("google-gemma-2-2b-it")), ToolCallFormat::kNone);
+}
+
+// Text streamed in pieces of 1-5 bytes.
+ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, std::mt19937& rng) {
+  ToolCallStreamer s(f);
+  ToolCallStreamer::Out all;
+  auto take = [&](ToolCallStreamer::Out o) {
+    all.content += o.content;
+    for (auto& c : o.calls) all.calls.push_back(c);
+  };
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min<size_t>(text.size() - at, 1 + rng() % 5);
+    take(s.Push(std::string_view(text).substr(at, n)));
+    at += n;
+  }
+  take(s.Finish());
+  return all;
+}
+
+TEST(ToolCallTest, MistralAndLlama3CallsRunToTheEndOfTheAnswer) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    auto m = StreamInPieces(ToolCallFormat::kMistral,
+                            "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": 1}, \"id\": \"abcdefghi\"}, "
+                            "{\"name\": \"b\", \"arguments\": {}}]",
+                            rng);
+    EXPECT_EQ(m.content, "");
+    ASSERT_EQ(m.calls.size(), 2u);
+    EXPECT_EQ(m.calls[0].arguments, "{\"x\":1}");
+    auto plain = StreamInPieces(ToolCallFormat::kMistral, "No tools [TOOL_ needed.", rng);
+    EXPECT_EQ(plain.content, "No tools [TOOL_ needed.");
+    EXPECT_TRUE(plain.calls.empty());
+    auto l = StreamInPieces(ToolCallFormat::kLlama3, " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", rng);
+    ASSERT_EQ(l.calls.size(), 1u);
+    EXPECT_EQ(l.calls[0].name, "get_weather");
+    EXPECT_EQ(l.calls[0].arguments, "{\"city\":\"Oslo\"}");
+    EXPECT_EQ(l.content, "");
+    auto tagged = StreamInPieces(ToolCallFormat::kLlama3, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", rng);
+    ASSERT_EQ(tagged.calls.size(), 1u);
+    auto text = StreamInPieces(ToolCallFormat::kLlama3, "It is {sunny} today.", rng);
+    EXPECT_EQ(text.content, "It is {sunny} today.");
+    EXPECT_TRUE(text.calls.empty());
+    auto braces = StreamInPieces(ToolCallFormat::kLlama3, "{not a call}", rng);  // held, then given back
+    EXPECT_EQ(braces.content, "{not a call}");
+  }
 }
 
 TEST(ToolCallTest, ParsesQwen3JsonAndQwen35XmlCalls) {

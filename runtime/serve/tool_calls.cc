@@ -84,17 +84,41 @@ Result<ToolCall> ParseXmlCall(std::string_view inner) {
   return call;
 }
 
+// [{"name": ..., "arguments": ...}, ...]: every element must be a call.
+Result<std::vector<ToolCall>> ParseJsonCallList(std::string_view text) {
+  ojson j = ojson::parse(Trim(text), nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty()) return InvalidArgument("the tool calls are not a JSON array");
+  std::vector<ToolCall> calls;
+  for (const ojson& e : j) {
+    STRATA_ASSIGN_OR_RETURN(ToolCall c, ParseJsonCall(e.dump()));
+    calls.push_back(std::move(c));
+  }
+  return calls;
+}
+
 }  // namespace
 
 ToolCallFormat ToolCallFormatOf(std::string_view source) {
-  if (source.find("<tool_call>") == std::string_view::npos) return ToolCallFormat::kNone;
-  if (source.find("<function=") != std::string_view::npos) return ToolCallFormat::kXml;
-  return ToolCallFormat::kJson;
+  if (source.find("<tool_call>") != std::string_view::npos)
+    return source.find("<function=") != std::string_view::npos ? ToolCallFormat::kXml : ToolCallFormat::kJson;
+  if (source.find("[TOOL_CALLS]") != std::string_view::npos) return ToolCallFormat::kMistral;
+  if (source.find("\"parameters\": dictionary of argument name") != std::string_view::npos)
+    return ToolCallFormat::kLlama3;
+  return ToolCallFormat::kNone;
 }
 
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
-  if (format == ToolCallFormat::kXml) return ParseXmlCall(inner);
-  if (format == ToolCallFormat::kJson) return ParseJsonCall(inner);
+  switch (format) {
+    case ToolCallFormat::kXml: return ParseXmlCall(inner);
+    case ToolCallFormat::kJson:
+    case ToolCallFormat::kLlama3: return ParseJsonCall(inner);
+    case ToolCallFormat::kMistral: {
+      STRATA_ASSIGN_OR_RETURN(auto calls, ParseJsonCallList(inner));
+      if (calls.size() != 1) return InvalidArgument("more than one call");
+      return calls[0];
+    }
+    case ToolCallFormat::kNone: break;
+  }
   return InvalidArgument("this template has no tool-call format");
 }
 
@@ -112,6 +136,7 @@ ToolCallStreamer::Out ToolCallStreamer::Finish() {
 }
 
 void ToolCallStreamer::Run(Out* out, bool final) {
+  if (format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kLlama3) return RunToEnd(out, final);
   while (true) {
     if (!in_call_) {
       const size_t open = pending_.find(kOpen);
@@ -149,6 +174,60 @@ void ToolCallStreamer::Run(Out* out, bool final) {
     in_call_ = false;
     if (final && pending_.empty()) return;
   }
+}
+
+// Formats whose calls run to the end of the answer: Mistral's from
+// [TOOL_CALLS] on; Llama 3's when the whole answer is one JSON object. What
+// does not parse at the end is content.
+void ToolCallStreamer::RunToEnd(Out* out, bool final) {
+  if (format_ == ToolCallFormat::kLlama3 && !decided_) {
+    std::string_view head = Trim(pending_);
+    constexpr std::string_view kPythonTag = "<|python_tag|>";
+    if (head.substr(0, kPythonTag.size()) == kPythonTag) head = Trim(head.substr(kPythonTag.size()));
+    if (head.empty() || (kPythonTag.substr(0, head.size()) == head && !final)) {
+      if (!final) return;  // not known yet
+    }
+    decided_ = true;
+    in_call_ = !head.empty() && head.front() == '{';
+  }
+  if (format_ == ToolCallFormat::kMistral && !in_call_) {
+    constexpr std::string_view kMarker = "[TOOL_CALLS]";
+    const size_t at = pending_.find(kMarker);
+    if (at != std::string::npos) {
+      out->content.append(pending_, 0, at);
+      pending_.erase(0, at);
+      in_call_ = true;
+    } else {
+      const size_t keep = final ? 0 : PartialTagAtEnd(pending_, kMarker);
+      out->content.append(pending_, 0, pending_.size() - keep);
+      pending_.erase(0, pending_.size() - keep);
+      return;
+    }
+  }
+  if (!in_call_) {
+    out->content += pending_;
+    pending_.clear();
+    return;
+  }
+  if (!final) return;  // the calls end with the answer
+  std::string_view body = Trim(pending_);
+  constexpr std::string_view kMarker = "[TOOL_CALLS]", kPythonTag = "<|python_tag|>";
+  if (format_ == ToolCallFormat::kMistral) body = body.substr(kMarker.size());
+  else if (body.substr(0, kPythonTag.size()) == kPythonTag) body = body.substr(kPythonTag.size());
+  Result<std::vector<ToolCall>> calls = format_ == ToolCallFormat::kMistral
+                                            ? ParseJsonCallList(body)
+                                            : [&]() -> Result<std::vector<ToolCall>> {
+                                                STRATA_ASSIGN_OR_RETURN(ToolCall c, ParseJsonCall(body));
+                                                return std::vector<ToolCall>{std::move(c)};
+                                              }();
+  if (calls.ok()) {
+    for (ToolCall& c : *calls) out->calls.push_back(std::move(c));
+    calls_ += out->calls.size();
+  } else {
+    out->content += pending_;
+  }
+  pending_.clear();
+  in_call_ = false;
 }
 
 }  // namespace strata::serve

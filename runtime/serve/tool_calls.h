@@ -5,6 +5,10 @@
 //          (Qwen2.5, Qwen3, Hermes; "parameters" is read as "arguments")
 //   kXml:  <tool_call><function=NAME><parameter=KEY>VALUE</parameter>...
 //          </function></tool_call> (Qwen3.5, Qwen3-Coder)
+//   kMistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] to the
+//          end of the answer (Mistral Nemo, Small)
+//   kLlama3: the whole answer is {"name": ..., "parameters": {...}}
+//          (Llama 3.1-3.3's JSON tool calling; an optional <|python_tag|>)
 // ToolCallStreamer separates calls from content as the text streams: text
 // from <tool_call> on is held back until its </tool_call>, then parsed; a
 // block that does not parse is given back as content, so nothing is lost.
@@ -17,7 +21,7 @@
 
 namespace strata::serve {
 
-enum class ToolCallFormat { kNone, kJson, kXml };
+enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3 };
 
 // The format a chat template teaches (kNone: it has no tool calls Strata reads).
 ToolCallFormat ToolCallFormatOf(std::string_view template_source);
@@ -43,10 +47,12 @@ class ToolCallStreamer {
 
  private:
   void Run(Out* out, bool final);
+  void RunToEnd(Out* out, bool final);
   ToolCallFormat format_;
   std::string pending_;
   bool in_call_ = false;
   size_t calls_ = 0;
+  bool decided_ = false;  // kLlama3: whether the answer starts with '{' is known
 };
 
 }  // namespace strata::serve

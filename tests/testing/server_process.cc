@@ -71,6 +71,7 @@ bool ServerProcess::WaitReady(int timeout_ms) {
   while (Elapsed(t0) < timeout_ms) {
     std::string r = RawHttp(port_, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 2000);
     if (r.rfind("HTTP/1.1 200", 0) == 0) return true;
+    if (child_.Wait(0) >= 0) return false;  // it exited (the log says why): no point waiting
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;

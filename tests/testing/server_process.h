@@ -25,7 +25,7 @@ class ServerProcess {
   // in *error) if it exits or does not listen in time.
   bool Start(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
              std::string* error, int timeout_ms = 30000);
-  // Waits until /health answers 200.
+  // Waits until /health answers 200; false at once if the process exits.
   bool WaitReady(int timeout_ms = 30000);
   // Waits until the log contains `text`.
   bool WaitForLog(const std::string& text, int timeout_ms = 30000) const;
