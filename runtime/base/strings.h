@@ -17,5 +17,7 @@ std::string HumanBytes(uint64_t bytes);
 std::string Printable(std::string_view s, size_t max_len = 80);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
+// Equal but for the case of ASCII letters (HTTP header names, host names, media types).
+bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b);
 
 }  // namespace strata

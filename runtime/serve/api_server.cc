@@ -34,18 +34,6 @@ void SendJson(HttpResponse& res, int status, const json& body) { res.Send(status
 
 void SendError(HttpResponse& res, const ApiError& e) { res.Send(e.status, "application/json", e.Body()); }
 
-HttpRefusal Refuse(const ApiError& e) { return HttpRefusal{e.status, e.Body(), {}}; }
-
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
-
-bool IsLoopbackName(std::string_view h) {
-  return h == "localhost" || h == "::1" || h.rfind("127.", 0) == 0 || h.ends_with(".localhost");
-}
 
 // A literal IPv4 or IPv6 address (what a DNS-rebinding page cannot send as Host).
 bool IsIpLiteral(std::string_view h) {
@@ -184,16 +172,18 @@ struct Exchange {
     j["function"] = {{"name", calls[index].second.name}, {"arguments", calls[index].second.arguments}};
     return j;
   }
+  // The last update: how the job ended.
+  void Finish(const JobUpdate& u) {
+    done = true;
+    finish = u.finish;
+    error = u.error;
+    stats = u.stats;
+  }
   void Absorb(JobUpdate& u) {
     Delta out = Split(u);
     text += out.content;
     reasoning += out.reasoning;
-    if (u.done) {
-      done = true;
-      finish = u.finish;
-      error = u.error;
-      stats = u.stats;
-    }
+    if (u.done) Finish(u);
   }
   // Finish reasons a client sees ("cancelled" never reaches a connected one).
   const char* Reason() const {
@@ -300,10 +290,7 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
       if (!write(Event(x->Chunk({{"tool_calls", json::array({x->ToolCallJson(k, true)})}}, "", nullptr))))
         return gone();
     if (!u.done) continue;
-    x->done = true;
-    x->finish = u.finish;
-    x->error = u.error;
-    x->stats = u.stats;
+    x->Finish(u);
     if (x->error) {
       write(Event(x->error->ToJson()));
     } else {
@@ -410,21 +397,21 @@ std::vector<HttpHeader> ApiServer::CorsHeaders() const {
 // another site that rebinds its name to 127.0.0.1 sends its own name.
 std::optional<HttpRefusal> ApiServer::CheckHost(const HttpRequest& head) const {
   const auto value = head.Header("Host");
-  if (!value) return Refuse(BadRequest("the request has no Host header", "", "missing_host"));
+  if (!value) return RefusalFrom(BadRequest("the request has no Host header", "", "missing_host"));
   std::string host;
   int port = -1;
   if (!SplitHostHeader(*value, &host, &port))
-    return Refuse(BadRequest("the Host header '" + LogSafe(*value) + "' is not a host[:port]", "", "invalid_host"));
+    return RefusalFrom(BadRequest("the Host header '" + LogSafe(*value) + "' is not a host[:port]", "", "invalid_host"));
   for (const std::string& allowed : options_.allowed_hosts)
-    if (allowed == "*" || IEquals(allowed, host)) return std::nullopt;
+    if (allowed == "*" || EqualsIgnoringAsciiCase(allowed, host)) return std::nullopt;
   std::string listen = options_.host;
   for (char& c : listen) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const bool wildcard = listen == "0.0.0.0" || listen == "::";
-  bool ok = host == listen || (IsLoopbackName(listen) && IsLoopbackName(host)) ||
-            (wildcard && (IsIpLiteral(host) || IsLoopbackName(host)));
+  bool ok = host == listen || (IsLoopbackHost(listen) && IsLoopbackHost(host)) ||
+            (wildcard && (IsIpLiteral(host) || IsLoopbackHost(host)));
   if (ok && port >= 0 && port != port_) ok = false;
   if (ok) return std::nullopt;
-  return Refuse(ApiError{403, "permission_error", "host_not_allowed",
+  return RefusalFrom(ApiError{403, "permission_error", "host_not_allowed",
                          "the Host header '" + LogSafe(*value) + "' does not name this server (" + options_.host +
                              ":" + std::to_string(port_) + "); start it with --allowed-host NAME to accept that name",
                          ""});
@@ -436,10 +423,10 @@ std::optional<HttpRefusal> ApiServer::CheckOrigin(const HttpRequest& head) const
   const auto origin = head.Header("Origin");
   if (!origin) return std::nullopt;
   const auto host = head.Header("Host");
-  if (host && IEquals(*origin, "http://" + std::string(*host))) return std::nullopt;
-  if (options_.cors_origin == "*" || (!options_.cors_origin.empty() && IEquals(*origin, options_.cors_origin)))
+  if (host && EqualsIgnoringAsciiCase(*origin, "http://" + std::string(*host))) return std::nullopt;
+  if (options_.cors_origin == "*" || (!options_.cors_origin.empty() && EqualsIgnoringAsciiCase(*origin, options_.cors_origin)))
     return std::nullopt;
-  return Refuse(ApiError{403, "permission_error", "origin_not_allowed",
+  return RefusalFrom(ApiError{403, "permission_error", "origin_not_allowed",
                          "cross-origin request from '" + LogSafe(*origin) +
                              "' refused; start the server with --cors-origin ORIGIN to allow it",
                          ""});
@@ -470,28 +457,28 @@ std::optional<HttpRefusal> ApiServer::CheckHead(const HttpRequest& head) const {
     const auto auth = head.Header("Authorization");
     if (auth && auth->rfind("Bearer ", 0) == 0) key = auth->substr(7);
     else if (auto k = head.Header("X-Api-Key")) key = *k;
-    if (!ConstantTimeEquals(key, options_.api_key)) return with_cors(Refuse(Unauthorized()));
+    if (!ConstantTimeEquals(key, options_.api_key)) return with_cors(RefusalFrom(Unauthorized()));
   }
   if (!route)
-    return with_cors(Refuse(NotFoundError(StrFormat("no endpoint %s %s", LogSafe(head.method, 16).c_str(),
+    return with_cors(RefusalFrom(NotFoundError(StrFormat("no endpoint %s %s", LogSafe(head.method, 16).c_str(),
                                                     LogSafe(head.path).c_str()))));
   const char* want = route->post ? "POST" : "GET";
   if (head.method != want) {
-    HttpRefusal r = Refuse(ApiError{405, "invalid_request_error", "method_not_allowed",
+    HttpRefusal r = RefusalFrom(ApiError{405, "invalid_request_error", "method_not_allowed",
                                     StrFormat("%s takes %s, not %s", LogSafe(head.path).c_str(), want,
                                               LogSafe(head.method, 16).c_str()),
                                     ""});
     r.headers.push_back({"Allow", want});
     return with_cors(r);
   }
-  if (!ready() && !is_public) return with_cors(Refuse(Loading()));
+  if (!ready() && !is_public) return with_cors(RefusalFrom(Loading()));
   const auto length = head.Header("Content-Length");
   const bool has_body = head.Header("Transfer-Encoding").has_value() || (length && *length != "0");
   if (has_body) {
     const auto type = head.Header("Content-Type");
     const std::string_view media = type ? type->substr(0, type->find(';')) : std::string_view();
-    if (!IEquals(media, "application/json"))
-      return with_cors(Refuse(ApiError{415, "invalid_request_error", "unsupported_media_type",
+    if (!EqualsIgnoringAsciiCase(media, "application/json"))
+      return with_cors(RefusalFrom(ApiError{415, "invalid_request_error", "unsupported_media_type",
                                        "the request body must be JSON sent as Content-Type: application/json (got " +
                                            (type ? "'" + LogSafe(*type, 80) + "'" : std::string("none")) + ")",
                                        ""}));

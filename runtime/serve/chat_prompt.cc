@@ -8,14 +8,19 @@
 namespace strata::serve {
 namespace {
 
-// The first CONTROL token text (those only special-token parsing produces)
-// found in `s`, or nullptr.
-const std::string* SpecialTextIn(const tokenizer::Tokenizer& tok, const std::string& s) {
+// The texts of the CONTROL tokens: those only special-token parsing produces.
+std::vector<const std::string*> ControlTexts(const tokenizer::Tokenizer& tok) {
   const tokenizer::Vocab& v = tok.vocab();
+  std::vector<const std::string*> out;
   for (size_t i = 0; i < v.tokens.size(); ++i)
-    if (v.types[i] == tokenizer::TokenType::kControl && !v.tokens[i].empty() &&
-        s.find(v.tokens[i]) != std::string::npos)
-      return &v.tokens[i];
+    if (v.types[i] == tokenizer::TokenType::kControl && !v.tokens[i].empty()) out.push_back(&v.tokens[i]);
+  return out;
+}
+
+// The first of `specials` found in `s`, or nullptr.
+const std::string* SpecialTextIn(const std::vector<const std::string*>& specials, const std::string& s) {
+  for (const std::string* t : specials)
+    if (s.find(*t) != std::string::npos) return t;
   return nullptr;
 }
 
@@ -28,12 +33,13 @@ Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, c
   if (rendered) *rendered = text;
   // Spans of the rendered text that are message content holding special-token text.
   std::vector<std::pair<size_t, size_t>> protect;
+  const std::vector<const std::string*> specials = ControlTexts(tok);  // one pass over the vocabulary
   size_t cursor = 0;
   for (size_t k = 0; k < messages.size(); ++k) {
     const std::string& content = messages[k].content;
     if (content.empty()) continue;
     const size_t at = text.find(content, cursor);
-    const std::string* special = SpecialTextIn(tok, content);
+    const std::string* special = SpecialTextIn(specials, content);
     if (!special) {
       if (at != std::string::npos) cursor = at + content.size();
       continue;

@@ -28,15 +28,16 @@ using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
 
 std::optional<std::string_view> HttpRequest::Header(std::string_view name) const {
-  for (const HttpHeader& h : headers) {
-    if (h.name.size() != name.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < name.size() && same; ++i)
-      same = std::tolower(static_cast<unsigned char>(h.name[i])) == std::tolower(static_cast<unsigned char>(name[i]));
-    if (same) return std::string_view(h.value);
-  }
+  for (const HttpHeader& h : headers)
+    if (EqualsIgnoringAsciiCase(h.name, name)) return std::string_view(h.value);
   return std::nullopt;
 }
+
+bool IsLoopbackHost(std::string_view h) {
+  return h == "localhost" || h == "::1" || StartsWith(h, "127.") || EndsWith(h, ".localhost");
+}
+
+HttpRefusal RefusalFrom(const ApiError& e) { return HttpRefusal{e.status, e.Body(), {}}; }
 
 bool SplitHostHeader(std::string_view value, std::string* host, int* port) {
   *port = -1;
@@ -91,10 +92,8 @@ const char* Reason(int status) {
   }
 }
 
-HttpRefusal Refusal(const ApiError& e) { return HttpRefusal{e.status, e.Body(), {}}; }
-
 HttpRefusal HeadTooLarge(const std::string& what) {
-  return Refusal(ApiError{431, "invalid_request_error", "header_too_large", what, ""});
+  return RefusalFrom(ApiError{431, "invalid_request_error", "header_too_large", what, ""});
 }
 
 using Parser = http::request_parser<http::string_body>;
@@ -108,8 +107,8 @@ void ConfigureParser(Parser& p, const HttpLimits& limits) {
 HttpRefusal ParseRefusal(const ErrorCode& ec, const HttpLimits& limits) {
   if (ec == http::error::header_limit)
     return HeadTooLarge(StrFormat("the request head is larger than %zu bytes", limits.max_head_bytes));
-  if (ec == http::error::body_limit) return Refusal(PayloadTooLarge(static_cast<size_t>(limits.max_body)));
-  return Refusal(BadRequest("malformed HTTP request: " + ec.message(), "", "invalid_http"));
+  if (ec == http::error::body_limit) return RefusalFrom(PayloadTooLarge(static_cast<size_t>(limits.max_body)));
+  return RefusalFrom(BadRequest("malformed HTTP request: " + ec.message(), "", "invalid_http"));
 }
 
 // Line and size limits on a parsed head; fills *out (without the body).
@@ -120,7 +119,7 @@ std::optional<HttpRefusal> CheckHead(const Parser& p, const HttpLimits& limits, 
   out->path = out->target.substr(0, out->target.find('?'));
   out->version = m.version() == 10 ? 10 : 11;
   if (m.version() != 10 && m.version() != 11)
-    return Refusal(BadRequest("only HTTP/1.0 and HTTP/1.1 are spoken here", "", "invalid_http"));
+    return RefusalFrom(BadRequest("only HTTP/1.0 and HTTP/1.1 are spoken here", "", "invalid_http"));
   const size_t request_line = out->method.size() + out->target.size() + 11;
   if (request_line > limits.max_header_line)
     return HeadTooLarge(StrFormat("the request line is %zu bytes; at most %zu", request_line, limits.max_header_line));
@@ -137,7 +136,7 @@ std::optional<HttpRefusal> CheckHead(const Parser& p, const HttpLimits& limits, 
     out->headers.push_back(std::move(h));
   }
   if (out->target.empty() || (out->target[0] != '/' && out->target != "*"))
-    return Refusal(BadRequest("the request target must be a path", "", "invalid_http"));
+    return RefusalFrom(BadRequest("the request target must be a path", "", "invalid_http"));
   return std::nullopt;
 }
 
@@ -290,7 +289,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // 503 "full" and close; no request is read.
   void RefuseFull(int max_connections) {
-    HttpRefusal r = Refusal(Busy(StrFormat("the server holds its maximum of %d connections; try again later",
+    HttpRefusal r = RefusalFrom(Busy(StrFormat("the server holds its maximum of %d connections; try again later",
                                            max_connections)));
     Refuse(r, /*linger=*/false);
   }
@@ -445,7 +444,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       try {
         r = s_->check(*request_);
       } catch (const std::exception& e) {
-        r = Refusal(ServerError(std::string("internal error: ") + e.what()));
+        r = RefusalFrom(ServerError(std::string("internal error: ") + e.what()));
       }
       if (r) return Refuse(*r, true);
     }
@@ -453,7 +452,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // A body follows: reserve its bytes in the budget first.
     const uint64_t n = parser_->content_length() ? *parser_->content_length() : s_->limits.max_body;
     if (!s_->ReserveBody(n))
-      return Refuse(Refusal(Busy("the server is reading too many request bodies at once; try again shortly")),
+      return Refuse(RefusalFrom(Busy("the server is reading too many request bodies at once; try again shortly")),
                     true);
     reserved_ = n;
     s_->Count(&HttpCounters::body_bytes_held, static_cast<int64_t>(n));
@@ -484,7 +483,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnReadError(const ErrorCode& ec) {
     if (timed_out_) {
       const bool in_body = state_ == State::kBody;
-      return Refuse(Refusal(ApiError{408, "invalid_request_error", "request_timeout",
+      return Refuse(RefusalFrom(ApiError{408, "invalid_request_error", "request_timeout",
                                      StrFormat("the request %s did not arrive within %lld ms",
                                                in_body ? "body" : "head",
                                                static_cast<long long>(in_body ? s_->limits.body_deadline.count()

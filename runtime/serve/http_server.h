@@ -148,6 +148,15 @@ class HttpServer {
 // the fuzz target (tests/fuzz/http_request_fuzz.cc) and the unit tests use it.
 std::optional<HttpRefusal> ParseHttpRequest(std::string_view bytes, const HttpLimits& limits, HttpRequest* out);
 
+struct ApiError;  // api_error.h
+
+// The API error as a refusal of the request (its status and JSON body).
+HttpRefusal RefusalFrom(const ApiError& e);
+
+// A name or address of this machine's loopback interface: localhost,
+// *.localhost, 127.x.x.x, ::1.
+bool IsLoopbackHost(std::string_view host);
+
 // Where a Host header value points: "name" or "name:port" or "[v6]:port".
 // False when it is not of that form.
 bool SplitHostHeader(std::string_view value, std::string* host, int* port);

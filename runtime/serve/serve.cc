@@ -48,10 +48,6 @@ int ExitCode(const Status& s) {
   }
 }
 
-bool IsLoopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -86,7 +82,7 @@ Status StartListening(ApiServer& api, const ServeOptions& o, std::thread* listen
   const std::string host_in_url = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   std::fprintf(stderr, "strata serve: listening on http://%s:%d (loading %s)\n", host_in_url.c_str(), port,
                o.load.pack.c_str());
-  if (!IsLoopback(o.host) && o.api_key.empty())
+  if (!IsLoopbackHost(o.host) && o.api_key.empty())
     std::fprintf(stderr, "strata serve: WARNING: listening on %s without an API key: anyone who can reach this "
                  "address can use the model (--api-key)\n", o.host.c_str());
   if (o.cors_origin == "*" && o.api_key.empty())
@@ -175,7 +171,9 @@ int64_t FitContext(const ServeOptions& o, const LoadedRun& loaded, SchedulerOpti
   if (train <= dflt || !fits(dflt)) return dflt;
   if (fits(train)) return train;
   constexpr int64_t kStep = 256;
-  int64_t lo = dflt / kStep, hi = train / kStep;  // lo * kStep fits (dflt rounded down); hi * kStep is taken not to
+  // lo * kStep fits (the default, rounded down); hi * kStep is taken not to (train, rounded down; train itself
+  // did not fit).
+  int64_t lo = dflt / kStep, hi = train / kStep;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (fits(mid * kStep)) lo = mid;
