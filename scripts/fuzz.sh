@@ -27,7 +27,7 @@ TIMEOUT=${STRATA_FUZZ_TIMEOUT:-30}
 DATA=${STRATA_DATA_DIR:-../shared/data}
 export STRATA_DATA_DIR=$DATA
 
-targets=(${STRATA_FUZZ_TARGETS:-gguf_reader_fuzz pack_reader_fuzz serve_request_fuzz http_request_fuzz chat_template_fuzz tokenizer_fuzz})
+targets=(${STRATA_FUZZ_TARGETS:-gguf_reader_fuzz pack_reader_fuzz serve_request_fuzz http_request_fuzz chat_template_fuzz tokenizer_fuzz grammar_fuzz})
 
 # Input size limits that match what each target parses: a GGUF's header,
 # metadata and tensor table with tiny tensors; a small pack (128-byte blob
@@ -42,6 +42,7 @@ max_len() {
     http_request_fuzz) echo 8192 ;;
     chat_template_fuzz) echo 20480 ;;
     tokenizer_fuzz) echo 8192 ;;
+    grammar_fuzz) echo 8192 ;;
     *) echo 65536 ;;
   esac
 }

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <memory>
 #include <regex>
+#include <set>
 #include <thread>
 
 #if defined(__linux__)
@@ -24,6 +25,7 @@
 #include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
+#include "runtime/serve/utf8_stream.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/test_data.h"
 
@@ -687,6 +689,235 @@ TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
   EXPECT_NE(refused->body.find("no tool-call format"), std::string::npos) << refused->body;
   g.Terminate();
   EXPECT_EQ(g.WaitExit(kLongMs), 0);
+}
+
+// A small template in the Hermes / Qwen3 tool-call style (<tool_call> JSON),
+// short enough for the tiny model's 256 positions.
+const char* kToolTemplate =
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n"
+    "{%- if m.role == 'assistant' and m.tool_calls %}{% for tc in m.tool_calls %}<tool_call>\n"
+    "{{ tc.function | tojson }}\n</tool_call>{% endfor %}"
+    "{%- elif m.role == 'tool' %}<tool_response>{{ m.content }}</tool_response>"
+    "{%- else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+    "{%- if tools %}<|im_start|>system\ntools:{% for t in tools %} {{ t.function.name }}{% endfor %}<|im_end|>\n"
+    "{% endif %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+// Whether `v` follows the schema of ConstrainedOutput's json_schema case.
+bool FollowsPersonSchema(const json& v, std::string* why) {
+  auto fail = [&](const std::string& w) { return *why = w, false; };
+  if (!v.is_object()) return fail("not an object");
+  for (const char* k : {"name", "age", "ok", "tags"})
+    if (!v.contains(k)) return fail(std::string("missing ") + k);
+  if (v.size() != 4) return fail("extra keys");
+  if (!v["name"].is_string()) return fail("name is not a string");
+  // maxLength counts characters (code points); the test's strings are ASCII or short.
+  if (v["name"].get<std::string>().size() > 4 * 4) return fail("name too long");
+  if (!v["age"].is_number_integer()) return fail("age is not an integer");
+  if (!v["ok"].is_boolean()) return fail("ok is not a boolean");
+  if (!v["tags"].is_array() || v["tags"].size() > 2) return fail("tags is not an array of at most 2");
+  for (const json& t : v["tags"])
+    if (t != "a" && t != "b") return fail("a tag outside the enum");
+  return true;
+}
+
+TEST_F(ServeHttpTest, ConstrainedOutputAlwaysFollowsTheSchemaOrGrammar) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--parallel", "3"}));
+  const json schema = json::parse(R"({"type":"object","properties":{
+      "name":{"type":"string","maxLength":4},"age":{"type":"integer"},"ok":{"type":"boolean"},
+      "tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":2}},
+      "required":["name","age","ok","tags"],"additionalProperties":false})");
+  // A random-weight model writes valid JSON of the schema only because sampling is constrained:
+  // several seeds, three choices each, sampled at temperature 1.
+  int checked = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    json body = {{"messages", json::array({{{"role", "user"}, {"content", "A person, as JSON."}}})},
+                 {"max_tokens", 200}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0.0},
+                 {"seed", seed}, {"n", 3},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", schema}}}}}};
+    auto r = Post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json a = json::parse(r->body);
+    ASSERT_EQ(a["choices"].size(), 3u);
+    for (const json& c : a["choices"]) {
+      EXPECT_EQ(c["finish_reason"], "stop") << c.dump();
+      std::string text = c["message"]["content"].get<std::string>();
+      json v = json::parse(text, nullptr, false);
+      ASSERT_FALSE(v.is_discarded()) << "not JSON: " << text;
+      std::string why;
+      EXPECT_TRUE(FollowsPersonSchema(v, &why)) << why << ": " << text;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 9);
+  // llama-server's grammar parameter (GBNF).
+  auto g = Post("/v1/chat/completions", ChatBody("Yes or no?", R"("grammar":"root ::= (\"yes\" | \"no\") \"!\"","temperature":1,"seed":5)"));
+  ASSERT_TRUE(g);
+  ASSERT_EQ(g->status, 200) << g->body;
+  const std::string yn = json::parse(g->body)["choices"][0]["message"]["content"].get<std::string>();
+  EXPECT_TRUE(yn == "yes!" || yn == "no!") << yn;
+  // json_object: whatever it writes is a JSON object, if it finishes.
+  auto o = Post("/v1/chat/completions", ChatBody("JSON please", R"("response_format":{"type":"json_object"},"max_tokens":60,"seed":2)"));
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->status, 200) << o->body;
+  json oc = json::parse(o->body)["choices"][0];
+  const std::string ot = oc["message"]["content"].get<std::string>();
+  ASSERT_FALSE(ot.empty());
+  EXPECT_EQ(ot[0], '{') << ot;
+  if (oc["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(ot, nullptr, false).is_object()) << ot;
+  }
+  // Streamed, the deltas add up to the constrained text too.
+  auto st = Post("/v1/chat/completions", ChatBody("Yes or no?", R"("grammar":"root ::= \"maybe\"","stream":true)"));
+  ASSERT_TRUE(st);
+  std::string streamed;
+  for (const std::string& e : Events(st->body)) {
+    if (e == "[DONE]") continue;
+    json d = json::parse(e)["choices"][0]["delta"];
+    if (d.contains("content") && d["content"].is_string()) streamed += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, "maybe");
+  // Grammars and schemas that cannot be enforced are 400s that say why and where.
+  auto bad = Post("/v1/chat/completions", ChatBody("x", R"("grammar":"root ::= item")"));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("'item' is used but never defined"), std::string::npos) << bad->body;
+  EXPECT_NE(bad->body.find("invalid_grammar"), std::string::npos) << bad->body;
+  auto unsupported = Post("/v1/chat/completions",
+                          ChatBody("x", R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"age":{"type":"integer","minimum":0}}}}})"));
+  ASSERT_TRUE(unsupported);
+  EXPECT_EQ(unsupported->status, 400);
+  EXPECT_NE(unsupported->body.find("minimum"), std::string::npos) << unsupported->body;
+}
+
+TEST_F(ServeHttpTest, ChoicesShareThePromptAndLogprobsAreReported) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--parallel", "3"}));
+  // Greedy: three choices of one prompt must be identical, whether they read the
+  // prompt or copied the cache of the choice that did.
+  auto r = Post("/v1/chat/completions", ChatBody("Count with me", R"("n":3,"temperature":0,"max_tokens":12,"ignore_eos":true)"));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json a = json::parse(r->body);
+  ASSERT_EQ(a["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(a["choices"][i]["index"], i);
+    EXPECT_EQ(a["choices"][i]["message"]["content"], a["choices"][0]["message"]["content"]);
+  }
+  EXPECT_EQ(a["usage"]["completion_tokens"], 36);
+  EXPECT_TRUE(server_.WaitForLog("reused + 0 read")) << server_.Log();  // the choices that copied the cache
+  // Sampled: each choice draws its own.
+  auto s = Post("/v1/chat/completions", ChatBody("Count with me", R"("n":3,"temperature":1.5,"top_k":0,"max_tokens":12,"ignore_eos":true,"seed":9)"));
+  ASSERT_TRUE(s);
+  json sa = json::parse(s->body);
+  ASSERT_EQ(sa["choices"].size(), 3u);
+  EXPECT_FALSE(sa["choices"][0]["message"]["content"] == sa["choices"][1]["message"]["content"] &&
+               sa["choices"][1]["message"]["content"] == sa["choices"][2]["message"]["content"]);
+  // Streamed choices carry their index.
+  auto st = Post("/v1/chat/completions", ChatBody("Count", R"("n":2,"max_tokens":4,"ignore_eos":true,"stream":true)"));
+  ASSERT_TRUE(st);
+  std::set<int> indices;
+  int finishes = 0;
+  for (const std::string& e : Events(st->body)) {
+    if (e == "[DONE]") continue;
+    json c = json::parse(e)["choices"][0];
+    indices.insert(c["index"].get<int>());
+    if (!c["finish_reason"].is_null()) ++finishes;
+  }
+  EXPECT_EQ(indices, (std::set<int>{0, 1}));
+  EXPECT_EQ(finishes, 2);
+
+  // logprobs: one entry per token, the chosen one the most likely under greedy decoding.
+  auto l = Post("/v1/chat/completions", ChatBody("Hi", R"("logprobs":true,"top_logprobs":3,"temperature":0,"max_tokens":5,"ignore_eos":true)"));
+  ASSERT_TRUE(l);
+  ASSERT_EQ(l->status, 200) << l->body;
+  json lc = json::parse(l->body)["choices"][0];
+  const json& content = lc["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 5u) << lc.dump();
+  std::string joined;
+  for (const json& e : content) {
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    EXPECT_NEAR(e["logprob"].get<double>(), e["top_logprobs"][0]["logprob"].get<double>(), 1e-6);
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(), e["top_logprobs"][1]["logprob"].get<double>());
+    EXPECT_GE(e["top_logprobs"][1]["logprob"].get<double>(), e["top_logprobs"][2]["logprob"].get<double>());
+    for (const json& b : e["bytes"]) joined.push_back(static_cast<char>(b.get<int>()));
+  }
+  EXPECT_EQ(serve::SanitizeUtf8(joined), lc["message"]["content"].get<std::string>());  // the bytes are exact; text is UTF-8
+  // The legacy completions form.
+  auto lc2 = Post("/v1/completions", R"({"prompt":"Hi","logprobs":2,"max_tokens":4,"temperature":0,"ignore_eos":true})");
+  ASSERT_TRUE(lc2);
+  ASSERT_EQ(lc2->status, 200) << lc2->body;
+  json clp = json::parse(lc2->body)["choices"][0]["logprobs"];
+  EXPECT_EQ(clp["tokens"].size(), 4u);
+  EXPECT_EQ(clp["token_logprobs"].size(), 4u);
+  EXPECT_EQ(clp["top_logprobs"][0].size(), 2u);
+  EXPECT_EQ(clp["text_offset"][0], 0);
+  // Without logprobs, none.
+  auto none = Post("/v1/chat/completions", ChatBody("Hi", R"("max_tokens":2)"));
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
+}
+
+TEST_F(ServeHttpTest, RequiredAndNamedToolChoicesAreConstrainedToTheToolsSchemas) {
+  const std::string pack = *dir_ + "/tools.strata";
+  ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = kToolTemplate; })
+                  .ok());
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(StartOn(server, pack));
+  httplib::Client c = ClientOf(server);
+  const json tools = json::parse(R"([
+      {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+        "properties":{"city":{"type":"string","maxLength":5},"days":{"type":"integer"}},"required":["city"]}}},
+      {"type":"function","function":{"name":"get_time","parameters":{"type":"object",
+        "properties":{"zone":{"enum":["UTC","CET"]}},"required":["zone"]}}}])");
+  json body = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}}})},
+               {"tools", tools}, {"tool_choice", "required"}, {"max_tokens", 150}, {"temperature", 1.0},
+               {"parallel_tool_calls", false}};
+  for (int seed = 1; seed <= 3; ++seed) {
+    body["seed"] = seed;
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json ch = json::parse(r->body)["choices"][0];
+    EXPECT_EQ(ch["finish_reason"], "tool_calls") << ch.dump();
+    ASSERT_EQ(ch["message"]["tool_calls"].size(), 1u) << ch.dump();
+    const json& fn = ch["message"]["tool_calls"][0]["function"];
+    json args = json::parse(fn["arguments"].get<std::string>());
+    if (fn["name"] == "get_weather") {
+      EXPECT_TRUE(args["city"].is_string()) << args;
+    } else {
+      EXPECT_EQ(fn["name"], "get_time");
+      EXPECT_TRUE(args["zone"] == "UTC" || args["zone"] == "CET") << args;
+    }
+  }
+  // Named: that function, whatever the model would rather do; streamed as a tool_calls delta.
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+  body["stream"] = true;
+  auto st = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(st);
+  json call;
+  std::string finish;
+  for (const std::string& e : Events(st->body)) {
+    if (e == "[DONE]") continue;
+    json ch = json::parse(e)["choices"][0];
+    if (ch["delta"].contains("tool_calls")) call = ch["delta"]["tool_calls"][0];
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"].get<std::string>();
+  }
+  EXPECT_EQ(call["function"]["name"], "get_time") << st->body;
+  EXPECT_EQ(finish, "tool_calls");
+  // The round trip: the call and its result go back, and the model answers.
+  body.erase("stream");
+  body["tool_choice"] = "auto";
+  body["max_tokens"] = 8;
+  body["messages"].push_back({{"role", "assistant"}, {"content", nullptr},
+                              {"tool_calls", json::array({{{"id", call["id"]}, {"type", "function"},
+                                                           {"function", call["function"]}}})}});
+  body["messages"].push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "12:00"}});
+  auto answer = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200) << answer->body;
+  server.Terminate();
+  EXPECT_EQ(server.WaitExit(kLongMs), 0);
 }
 
 TEST_F(ServeHttpTest, WithoutDashCTheContextIsTheLargestThePlanFits) {

@@ -609,9 +609,11 @@ Result<std::shared_ptr<const Grammar>> Grammar::Parse(std::string_view gbnf, con
 
 // --- stacks -------------------------------------------------------------------
 
-void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit) {
+void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit, size_t* budget) {
   const auto& el = g.elements();
   while (true) {
+    if (*budget == 0) return;  // an ambiguous grammar: the rest of the paths are dropped
+    --*budget;
     if (s.empty()) break;
     const uint32_t p = s.back();
     const Element e = el[p];
@@ -630,7 +632,7 @@ void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t lim
     for (size_t k = 0; k + 1 < alts.size(); ++k) {
       Stack copy = s;
       copy.push_back(alts[k]);
-      ExpandStack(g, copy, out, limit);
+      ExpandStack(g, copy, out, limit, budget);
     }
     s.push_back(alts.back());
   }
@@ -643,13 +645,14 @@ void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t lim
 bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte, std::vector<Stack>* out,
                    size_t limit) {
   out->clear();
+  size_t budget = kMaxExpansionSteps;
   for (const Stack& s : in) {
     if (s.empty()) continue;
     const uint32_t p = s.back();
     if (!g.InSet(g.elements()[p].arg, byte)) continue;
     Stack next = s;
     next.back() = p + 1;
-    ExpandStack(g, next, out, limit);
+    ExpandStack(g, next, out, limit, &budget);
   }
   return !out->empty();
 }
@@ -657,9 +660,10 @@ bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte,
 // --- Matcher --------------------------------------------------------------------
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
+  size_t budget = kMaxExpansionSteps;
   for (uint32_t a : g_->rules()[g_->root()]) {
     Stack s{a};
-    ExpandStack(*g_, s, &stacks_, kMaxStacks);
+    ExpandStack(*g_, s, &stacks_, kMaxStacks, &budget);
   }
 }
 

@@ -83,11 +83,15 @@ using Stack = std::vector<uint32_t>;
 // Parse stacks a Matcher keeps at most (an ambiguous grammar can multiply
 // them); beyond, the surplus is dropped, which can only refuse text.
 inline constexpr size_t kMaxStacks = 1024;
+// Steps one byte's expansion may take: a grammar whose paths multiply (many
+// nullable alternatives in a row) has the rest dropped instead of taking
+// exponential time; like the stack limit, this can only refuse text.
+inline constexpr size_t kMaxExpansionSteps = 1 << 16;
 
 // Follows `s` through rule references and finished alternatives until its
 // top is a terminal (or it is empty), adding each resulting stack to `out`
-// (once; at most `limit` in all). Consumes `s`.
-void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit);
+// (once; at most `limit` in all), taking at most *budget steps. Consumes `s`.
+void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit, size_t* budget);
 // The stacks after reading `byte` from `in`; false when none survives.
 bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte, std::vector<Stack>* out,
                    size_t limit);

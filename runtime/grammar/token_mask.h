@@ -82,6 +82,7 @@ class TokenMasker {
 
   const MaskStats& stats() const { return stats_; }
   const Grammar& grammar() const { return *g_; }
+  const std::shared_ptr<const Grammar>& shared_grammar() const { return g_; }
   const TokenTrie& trie() const { return *trie_; }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "runtime/base/strings.h"
 
@@ -33,7 +34,37 @@ int32_t Sampler::Argmax(std::span<const float> logits) {
   return best;
 }
 
-int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+float Sampler::LogSumExp(std::span<const float> logits) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float l : logits) mx = std::max(mx, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  return mx + static_cast<float>(std::log(sum));
+}
+
+std::vector<Sampler::Logprob> Sampler::TopLogprobs(std::span<const float> logits, float log_sum, size_t top) {
+  std::vector<Logprob> best;
+  auto worse = [](const Logprob& a, const Logprob& b) { return a.logprob != b.logprob ? a.logprob > b.logprob : a.id < b.id; };
+  top = std::min(top, logits.size());
+  if (top == 0) return best;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    Logprob c{static_cast<int32_t>(i), logits[i]};
+    if (best.size() < top) {
+      best.push_back(c);
+      std::push_heap(best.begin(), best.end(), worse);
+    } else if (worse(c, best.front())) {
+      std::pop_heap(best.begin(), best.end(), worse);
+      best.back() = c;
+      std::push_heap(best.begin(), best.end(), worse);
+    }
+  }
+  std::sort_heap(best.begin(), best.end(), worse);
+  for (Logprob& b : best) b.logprob -= log_sum;
+  return best;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed) {
+  auto ok = [&](size_t i) { return !allowed || ((allowed[i >> 6] >> (i & 63)) & 1); };
   const bool penalties = p_.presence_penalty != 0 || p_.frequency_penalty != 0 || p_.repeat_penalty != 1;
   std::unordered_map<int32_t, int> counts;
   if (penalties)
@@ -47,18 +78,21 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
     return l - static_cast<float>(it->second) * p_.frequency_penalty - p_.presence_penalty;
   };
   if (p_.temperature <= 0) {
-    if (!penalties) return Argmax(logits);
-    int32_t best = 0;
-    float bv = adjusted(0);
-    for (size_t i = 1; i < logits.size(); ++i) {
+    if (!penalties && !allowed) return Argmax(logits);
+    int32_t best = -1;
+    float bv = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (!ok(i)) continue;
       float v = adjusted(static_cast<int32_t>(i));
-      if (v > bv) bv = v, best = static_cast<int32_t>(i);
+      if (best < 0 || v > bv) bv = v, best = static_cast<int32_t>(i);
     }
     return best;
   }
   cand_.clear();
   cand_.reserve(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) cand_.emplace_back(adjusted(static_cast<int32_t>(i)), static_cast<int32_t>(i));
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (ok(i)) cand_.emplace_back(adjusted(static_cast<int32_t>(i)), static_cast<int32_t>(i));
+  if (cand_.empty()) return -1;
   auto by_logit = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
   size_t n = cand_.size();
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {

@@ -33,8 +33,20 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& p);
   // Chooses a token. `history` holds tokens generated so far (for penalties).
-  int32_t Sample(std::span<const float> logits, std::span<const int32_t> history);
+  // `allowed` (constrained sampling): a bit per token, 64 per word; only
+  // tokens whose bit is set are candidates. Returns -1 when none is.
+  int32_t Sample(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed = nullptr);
   static int32_t Argmax(std::span<const float> logits);
+
+  // log p(token) under softmax(logits), the model's own distribution (before
+  // penalties, truncation and temperature), for `chosen` and the `top` most
+  // likely tokens, most likely first (ties to the lower id).
+  struct Logprob {
+    int32_t id;
+    float logprob;
+  };
+  static float LogSumExp(std::span<const float> logits);
+  static std::vector<Logprob> TopLogprobs(std::span<const float> logits, float log_sum, size_t top);
 
  private:
   SamplingParams p_;

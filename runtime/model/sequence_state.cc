@@ -46,4 +46,29 @@ Status SequenceState::Clear() {
   return storage.owner()->ClearRecurrent(*this);
 }
 
+Status CopySequence(const SequenceState& from, SequenceState& to) {
+  Backend* b = from.backend();
+  if (!b || b != to.backend()) return Internal("CopySequence: states of different backends");
+  if (from.n_ctx != to.n_ctx || from.layers.size() != to.layers.size())
+    return Internal("CopySequence: states of different layouts");
+  std::vector<float> rows;
+  for (size_t il = 0; il < from.layers.size(); ++il) {
+    for (auto part : {&SequenceState::Layer::k, &SequenceState::Layer::v}) {
+      const SequenceState::Part& src = from.layers[il].*part;
+      const SequenceState::Part& dst = to.layers[il].*part;
+      if (src.floats != dst.floats) return Internal("CopySequence: states of different layouts");
+      if (src.floats == 0 || from.n_ctx == 0) continue;
+      const uint64_t n = src.floats / static_cast<uint64_t>(from.n_ctx) * static_cast<uint64_t>(from.n_past);
+      rows.resize(n);
+      if (Status st = b->Download(from.storage, src.offset * sizeof(float), rows.data(), n * sizeof(float)); !st.ok())
+        return st;
+      if (Status st = b->Upload(to.storage, dst.offset * sizeof(float), rows.data(), n * sizeof(float)); !st.ok())
+        return st;
+    }
+  }
+  if (Status st = b->CopyRecurrent(from, to); !st.ok()) return st;
+  to.n_past = from.n_past;
+  return Status::Ok();
+}
+
 }  // namespace strata

@@ -54,4 +54,9 @@ struct SequenceState {
   void TruncateKv(int64_t n) { if (n < n_past) n_past = n; }
 };
 
+// Makes `to` hold what `from` holds: its n_past positions of every KV cache
+// and its recurrent state (n > 1 choices of one prompt). Both states belong
+// to one backend and have one layout.
+Status CopySequence(const SequenceState& from, SequenceState& to);
+
 }  // namespace strata

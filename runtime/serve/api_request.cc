@@ -159,24 +159,12 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
     return refuse("functions", "the deprecated functions API is not served; send 'tools'");
   if (const json* v = Field(body, "function_call"); v && !(v->is_string() && v->get<std::string>() == "none"))
     return refuse("function_call", "the deprecated functions API is not served; send 'tool_choice'");
-  if (const json* v = Field(body, "response_format")) {
-    const json* t = v->is_object() ? Field(*v, "type") : nullptr;
-    if (!t || !t->is_string() || t->get<std::string>() != "text")
-      return refuse("response_format", "only {\"type\": \"text\"} is accepted (no JSON mode or schemas)");
-  }
-  for (const char* f : {"grammar", "json_schema", "audio", "prediction"})
+  for (const char* f : {"audio", "prediction"})
     if (Field(body, f)) return refuse(f, "not implemented");
-  if (const json* v = Field(body, "logprobs")) {
-    bool on = v->is_boolean() ? v->get<bool>() : !(v->is_number() && v->get<double>() == 0);
-    if (on) return refuse("logprobs", "log probabilities are not reported");
-  }
-  if (const json* v = Field(body, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
-    return refuse("top_logprobs", "log probabilities are not reported");
   if (const json* v = Field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
     return refuse("logit_bias", "not implemented");
-  for (const char* f : {"n", "best_of"})
-    if (const json* v = Field(body, f); v && !(v->is_number_integer() && v->get<int64_t>() == 1))
-      return refuse(f, "one choice per request (the value must be 1)");
+  if (const json* v = Field(body, "best_of"); v && !v->is_null() && !(v->is_number_integer() && v->get<int64_t>() == 1))
+    return refuse("best_of", "choices are not ranked (1 is accepted; 'n' returns several)");
   if (const json* v = Field(body, "modalities")) {
     if (!v->is_array() || v->size() != 1 || !(*v)[0].is_string() || (*v)[0].get<std::string>() != "text")
       return refuse("modalities", "only [\"text\"] is accepted");
@@ -285,17 +273,108 @@ std::optional<ApiError> ParseTools(const json& j, ApiRequest* out) {
       out->tool_choice_none = true;
     } else if (choice == "auto") {
       // the default
-    } else if (choice == "required" || tc->is_object()) {
-      return BadRequest("'tool_choice' " + (tc->is_object() ? std::string("naming a function") : "\"required\"") +
-                            " is not supported yet: it needs sampling constrained to the tools' schemas; send "
-                            "\"auto\" (the model decides) or \"none\"",
-                        "tool_choice", "unsupported_parameter");
+    } else if (choice == "required") {
+      out->tool_choice_required = true;
+    } else if (tc->is_object()) {
+      const json* type = Field(*tc, "type");
+      const json* fn = Field(*tc, "function");
+      const json* name = fn && fn->is_object() ? Field(*fn, "name") : nullptr;
+      if (!type || !type->is_string() || type->get<std::string>() != "function" || !name || !name->is_string())
+        return BadRequest("'tool_choice' naming a function must be {\"type\": \"function\", \"function\": "
+                          "{\"name\": ...}}",
+                          "tool_choice", "invalid_value");
+      out->tool_choice_name = name->get<std::string>();
+      bool found = false;
+      for (const auto& t : out->tools) found |= t["function"]["name"].get<std::string>() == out->tool_choice_name;
+      if (!found)
+        return BadRequest("'tool_choice' names '" + out->tool_choice_name + "', which is not among the tools",
+                          "tool_choice", "invalid_value");
     } else {
       return BadRequest("'tool_choice' must be \"auto\", \"none\", \"required\" or a function", "tool_choice",
                         "invalid_value");
     }
   }
+  if ((out->tool_choice_required || !out->tool_choice_name.empty()) && out->tools.empty())
+    return BadRequest("'tool_choice' asks for a tool call but 'tools' is empty", "tool_choice", "invalid_value");
   if (auto e = GetBool(j, "parallel_tool_calls", &out->parallel_tool_calls)) return e;
+  return std::nullopt;
+}
+
+// response_format, grammar and json_schema: at most one constraint.
+std::optional<ApiError> ParseConstraint(const json& j, ApiRequest* out) {
+  std::vector<const char*> given;
+  if (const json* rf = Field(j, "response_format"); rf && !rf->is_null()) {
+    if (!rf->is_object()) return WrongType("response_format", "an object with \"type\"", *rf);
+    const json* t = Field(*rf, "type");
+    const std::string type = t && t->is_string() ? t->get<std::string>() : "";
+    if (type == "json_object") {
+      if (const json* schema = Field(*rf, "schema"); schema && !schema->is_null()) {  // llama-server's form
+        out->json_schema = nlohmann::ordered_json::parse(schema->dump());
+        out->constraint = ApiRequest::Constraint::kJsonSchema;
+      } else {
+        out->constraint = ApiRequest::Constraint::kJsonObject;
+      }
+      given.push_back("response_format");
+    } else if (type == "json_schema") {
+      const json* js = Field(*rf, "json_schema");
+      const json* schema = js && js->is_object() ? Field(*js, "schema") : nullptr;
+      if (!schema || !(schema->is_object() || schema->is_boolean()))
+        return BadRequest("'response_format.json_schema.schema' is required: the JSON Schema the answer must follow",
+                          "response_format", "missing_field");
+      out->json_schema = nlohmann::ordered_json::parse(schema->dump());
+      out->constraint = ApiRequest::Constraint::kJsonSchema;
+      given.push_back("response_format");
+    } else if (type != "text") {
+      return BadRequest("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"",
+                        "response_format", "invalid_value");
+    }
+  }
+  if (const json* g = Field(j, "grammar"); g && !g->is_null() && !(g->is_string() && g->get<std::string>().empty())) {
+    if (!g->is_string()) return WrongType("grammar", "a GBNF text", *g);
+    out->grammar = g->get<std::string>();
+    out->constraint = ApiRequest::Constraint::kGrammar;
+    given.push_back("grammar");
+  }
+  if (const json* js = Field(j, "json_schema"); js && !js->is_null()) {  // llama-server's top-level form
+    if (!js->is_object() && !js->is_boolean()) return WrongType("json_schema", "a JSON Schema object", *js);
+    out->json_schema = nlohmann::ordered_json::parse(js->dump());
+    out->constraint = ApiRequest::Constraint::kJsonSchema;
+    given.push_back("json_schema");
+  }
+  if (given.size() > 1)
+    return BadRequest(std::string("give one of 'response_format' (JSON), 'grammar' and 'json_schema', not '") +
+                          given[0] + "' and '" + given[1] + "'",
+                      given[1], "invalid_value");
+  const bool forced_call = out->tool_choice_required || !out->tool_choice_name.empty();
+  if (!given.empty() && forced_call)
+    return BadRequest(std::string("'") + given[0] + "' and a required tool call cannot both shape the answer",
+                      given[0], "invalid_value");
+  return std::nullopt;
+}
+
+// Chat: logprobs (bool) and top_logprobs (0-20). Completions: logprobs (0-5 alternatives).
+std::optional<ApiError> ParseLogprobs(const json& j, ApiKind kind, ApiRequest* out) {
+  const json* lp = Field(j, "logprobs");
+  const json* top = Field(j, "top_logprobs");
+  if (kind == ApiKind::kCompletion) {
+    if (top && !top->is_null()) return BadRequest("'top_logprobs' belongs to chat; completions take 'logprobs': N",
+                                                  "top_logprobs", "unsupported_parameter");
+    if (!lp || lp->is_null()) return std::nullopt;
+    int64_t k = 0;
+    if (auto e = GetInt(j, "logprobs", 0, 5, &k)) return e;
+    out->top_logprobs = static_cast<int>(k);
+    return std::nullopt;
+  }
+  bool on = false;
+  if (auto e = GetBool(j, "logprobs", &on)) return e;
+  if (top && !top->is_null()) {
+    int64_t k = 0;
+    if (auto e = GetInt(j, "top_logprobs", 0, 20, &k)) return e;
+    if (!on && k > 0)
+      return BadRequest("'top_logprobs' needs \"logprobs\": true", "top_logprobs", "invalid_value");
+    if (on) out->top_logprobs = static_cast<int>(k);
+  }
+  if (on && out->top_logprobs < 0) out->top_logprobs = 0;
   return std::nullopt;
 }
 
@@ -518,6 +597,14 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
       if (!iu->is_boolean()) return WrongType("stream_options.include_usage", "true or false", *iu);
       out->include_usage = iu->get<bool>();
     }
+  }
+
+  if (auto e = ParseConstraint(j, out)) return e;
+  if (auto e = ParseLogprobs(j, kind, out)) return e;
+  if (const json* n = Field(j, "n"); n && !n->is_null()) {
+    int64_t k = 0;
+    if (auto e = GetInt(j, "n", 1, kMaxChoices, &k)) return e;
+    out->n = static_cast<int>(k);
   }
 
   SamplingParams& s = out->sampling;

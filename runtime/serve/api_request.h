@@ -54,7 +54,18 @@ struct ApiRequest {
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
   bool tool_choice_none = false;     // tool_choice "none": the template gets no tools, nothing is parsed
   bool parallel_tool_calls = true;   // false: only the first call of an answer is returned
+  bool tool_choice_required = false; // "required": the answer is tool calls (constrained)
+  std::string tool_choice_name;      // {"type": "function", ...}: a call of this one (constrained)
+  // Constrained output: response_format json_object / json_schema, llama-server's grammar / json_schema.
+  enum class Constraint { kNone, kJsonObject, kJsonSchema, kGrammar };
+  Constraint constraint = Constraint::kNone;
+  nlohmann::ordered_json json_schema;  // kJsonSchema
+  std::string grammar;                 // kGrammar: GBNF
+  int top_logprobs = -1;              // -1: no logprobs; else alternatives per token
+  int n = 1;                          // choices
 };
+
+inline constexpr int kMaxChoices = 8;
 
 // Parses a body. `defaults` are the server's sampling defaults (from the
 // command line). Returns the error to send, or nullopt with *out filled.

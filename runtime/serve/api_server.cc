@@ -9,6 +9,7 @@
 
 #include "runtime/base/fault_injection.h"
 #include "runtime/base/strings.h"
+#include "runtime/grammar/json_schema.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/metrics_text.h"
 #include "runtime/serve/reasoning.h"
@@ -108,27 +109,67 @@ json TimingsJson(const JobStats& s) {
           {"slot", s.slot}};
 }
 
-// One generation request between its handler and the scheduler.
-struct Exchange {
-  ApiKind kind = ApiKind::kChat;
-  bool include_usage = false;
-  std::string id, model, fingerprint;
-  int64_t created = 0;
+// Log probabilities as OpenAI's chat API writes them.
+json LogprobEntry(const std::string& piece, float logprob) {
+  json bytes = json::array();
+  for (char c : piece) bytes.push_back(static_cast<unsigned char>(c));
+  return {{"token", SanitizeUtf8(piece)}, {"logprob", logprob}, {"bytes", bytes}};
+}
+json ChatLogprobs(const std::vector<TokenLogprob>& lps) {
+  json content = json::array();
+  for (const TokenLogprob& lp : lps) {
+    json e = LogprobEntry(lp.piece, lp.logprob);
+    json top = json::array();
+    for (const auto& [piece, l] : lp.top) top.push_back(LogprobEntry(piece, l));
+    e["top_logprobs"] = top;
+    content.push_back(e);
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+// ... and as its legacy completions API does; `offset`: bytes of text before these tokens.
+json CompletionLogprobs(const std::vector<TokenLogprob>& lps, size_t offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const TokenLogprob& lp : lps) {
+    tokens.push_back(SanitizeUtf8(lp.piece));
+    token_logprobs.push_back(lp.logprob);
+    json alts = json::object();
+    for (const auto& [piece, l] : lp.top) alts[SanitizeUtf8(piece)] = l;
+    top.push_back(alts);
+    offsets.push_back(offset);
+    offset += lp.piece.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+// One choice of a generation request: its job and what its text became.
+struct Choice {
   std::shared_ptr<Job> job;
-  Scheduler* scheduler = nullptr;
   // Thinking models: reasoning and answer, separated as the text comes.
   ReasoningSplitter splitter{false, false};
   // Non-streamed answers accumulate here.
   std::string text, reasoning;
+  std::vector<TokenLogprob> logprobs;  // non-streamed: all; streamed: not yet sent
+  size_t logprob_bytes = 0;            // streamed completions: text_offset so far
   bool done = false;
   FinishReason finish = FinishReason::kNone;
   std::optional<ApiError> error;
   JobStats stats;
-
   // Tool calls in the answer (when the request has tools and the template a format).
   std::optional<ToolCallStreamer> tool_streamer;
-  bool parallel_tool_calls = true;
   std::vector<std::pair<std::string, ToolCall>> calls;  // id, call
+};
+
+// One generation request between its handler and the scheduler.
+struct Exchange {
+  ApiKind kind = ApiKind::kChat;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::string id, model, fingerprint;
+  int64_t created = 0;
+  Scheduler* scheduler = nullptr;
+  bool parallel_tool_calls = true;
+  std::vector<Choice> choices;
+  std::shared_ptr<JobSignal> signal = std::make_shared<JobSignal>();
 
   struct Delta {
     std::string reasoning, content;
@@ -136,59 +177,80 @@ struct Exchange {
   };
   // Splits one update's text into reasoning, content and tool calls; at the
   // end, also what was held back.
-  Delta Split(const JobUpdate& u) {
-    ReasoningSplitter::Out out = splitter.Push(u.text);
+  Delta Split(Choice& c, JobUpdate& u) {
+    for (TokenLogprob& lp : u.logprobs) c.logprobs.push_back(std::move(lp));
+    ReasoningSplitter::Out out = c.splitter.Push(u.text);
     if (u.done) {
-      ReasoningSplitter::Out tail = splitter.Finish();
+      ReasoningSplitter::Out tail = c.splitter.Finish();
       out.reasoning += tail.reasoning;
       out.content += tail.content;
     }
     Delta d;
     d.reasoning = std::move(out.reasoning);
-    d.first_new_call = calls.size();
-    if (!tool_streamer) {
+    d.first_new_call = c.calls.size();
+    if (!c.tool_streamer) {
       d.content = std::move(out.content);
       return d;
     }
-    ToolCallStreamer::Out t = tool_streamer->Push(out.content);
+    ToolCallStreamer::Out t = c.tool_streamer->Push(out.content);
     if (u.done) {
-      ToolCallStreamer::Out tail = tool_streamer->Finish();
+      ToolCallStreamer::Out tail = c.tool_streamer->Finish();
       t.content += tail.content;
-      for (ToolCall& c : tail.calls) t.calls.push_back(std::move(c));
+      for (ToolCall& call : tail.calls) t.calls.push_back(std::move(call));
     }
     d.content = std::move(t.content);
-    for (ToolCall& c : t.calls) {
-      if (!parallel_tool_calls && !calls.empty()) continue;  // one call per answer
-      calls.emplace_back(RandomId("call_"), std::move(c));
+    for (ToolCall& call : t.calls) {
+      if (!parallel_tool_calls && !c.calls.empty()) continue;  // one call per answer
+      c.calls.emplace_back(RandomId("call_"), std::move(call));
     }
-    d.new_calls = calls.size() - d.first_new_call;
+    d.new_calls = c.calls.size() - d.first_new_call;
     return d;
   }
-  json ToolCallJson(size_t index, bool with_index) const {
+  static json ToolCallJson(const Choice& c, size_t index, bool with_index) {
     json j = json::object();
     if (with_index) j["index"] = index;
-    j["id"] = calls[index].first;
+    j["id"] = c.calls[index].first;
     j["type"] = "function";
-    j["function"] = {{"name", calls[index].second.name}, {"arguments", calls[index].second.arguments}};
+    j["function"] = {{"name", c.calls[index].second.name}, {"arguments", c.calls[index].second.arguments}};
     return j;
   }
   // The last update: how the job ended.
-  void Finish(const JobUpdate& u) {
-    done = true;
-    finish = u.finish;
-    error = u.error;
-    stats = u.stats;
+  static void Finish(Choice& c, const JobUpdate& u) {
+    c.done = true;
+    c.finish = u.finish;
+    c.error = u.error;
+    c.stats = u.stats;
   }
-  void Absorb(JobUpdate& u) {
-    Delta out = Split(u);
-    text += out.content;
-    reasoning += out.reasoning;
-    if (u.done) Finish(u);
+  void Absorb(Choice& c, JobUpdate& u) {
+    Delta out = Split(c, u);
+    c.text += out.content;
+    c.reasoning += out.reasoning;
+    if (u.done) Finish(c, u);
+  }
+  bool AllDone() const {
+    for (const Choice& c : choices)
+      if (!c.done) return false;
+    return true;
+  }
+  const std::optional<ApiError>* FirstError() const {
+    for (const Choice& c : choices)
+      if (c.error) return &c.error;
+    return nullptr;
+  }
+  void CancelAll() const {
+    for (const Choice& c : choices)
+      if (!c.done) scheduler->Cancel(c.job);
+  }
+  // The prompt once, the answers of every choice.
+  JobStats Stats() const {
+    JobStats st = choices.front().stats;
+    for (size_t i = 1; i < choices.size(); ++i) st.completion_tokens += choices[i].stats.completion_tokens;
+    return st;
   }
   // Finish reasons a client sees ("cancelled" never reaches a connected one).
-  const char* Reason() const {
-    if (!calls.empty()) return "tool_calls";
-    return finish == FinishReason::kStop ? "stop" : "length";
+  static const char* Reason(const Choice& c) {
+    if (!c.calls.empty()) return "tool_calls";
+    return c.finish == FinishReason::kStop ? "stop" : "length";
   }
 
   json Base(bool chunk) const {
@@ -196,10 +258,19 @@ struct Exchange {
                                                 : "text_completion";
     return {{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"system_fingerprint", fingerprint}};
   }
+  // Streamed log probabilities not sent yet (moved out).
+  json TakeLogprobs(Choice& c) {
+    if (!logprobs || c.logprobs.empty()) return nullptr;
+    json j = kind == ApiKind::kChat ? ChatLogprobs(c.logprobs) : CompletionLogprobs(c.logprobs, c.logprob_bytes);
+    for (const TokenLogprob& lp : c.logprobs) c.logprob_bytes += lp.piece.size();
+    c.logprobs.clear();
+    return j;
+  }
   // A chunk: chat with `delta` (role, content or reasoning_content), completions with text.
-  json Chunk(const json& delta, const std::string& completion_text, const char* finish_reason) const {
+  json Chunk(size_t index, const json& delta, const std::string& completion_text, const char* finish_reason,
+             json logprob_json = nullptr) const {
     json j = Base(true);
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+    json choice = {{"index", index}, {"logprobs", std::move(logprob_json)}, {"finish_reason", nullptr}};
     if (finish_reason) choice["finish_reason"] = finish_reason;
     if (kind == ApiKind::kChat) {
       choice["delta"] = delta;
@@ -213,32 +284,52 @@ struct Exchange {
   json UsageChunk() const {
     json j = Base(true);
     j["choices"] = json::array();
-    j["usage"] = UsageJson(stats);
-    j["timings"] = TimingsJson(stats);
+    j["usage"] = UsageJson(Stats());
+    j["timings"] = TimingsJson(Stats());
     return j;
   }
   json Answer() const {
     json j = Base(false);
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", Reason()}};
-    if (kind == ApiKind::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
-      if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
-      if (!calls.empty()) {
-        std::string_view content = text;  // around calls, only real text is content
-        while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) content.remove_suffix(1);
-        while (!content.empty() && std::isspace(static_cast<unsigned char>(content.front()))) content.remove_prefix(1);
-        choice["message"]["content"] = content.empty() ? json(nullptr) : json(std::string(content));
-        json list = json::array();
-        for (size_t k = 0; k < calls.size(); ++k) list.push_back(ToolCallJson(k, false));
-        choice["message"]["tool_calls"] = list;
+    json list = json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const Choice& c = choices[i];
+      json lp = nullptr;
+      if (logprobs) lp = kind == ApiKind::kChat ? ChatLogprobs(c.logprobs) : CompletionLogprobs(c.logprobs, 0);
+      json choice = {{"index", i}, {"logprobs", lp}, {"finish_reason", Reason(c)}};
+      if (kind == ApiKind::kChat) {
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+        if (!c.calls.empty()) {
+          std::string_view content = c.text;  // around calls, only real text is content
+          while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back()))) content.remove_suffix(1);
+          while (!content.empty() && std::isspace(static_cast<unsigned char>(content.front())))
+            content.remove_prefix(1);
+          choice["message"]["content"] = content.empty() ? json(nullptr) : json(std::string(content));
+          json calls = json::array();
+          for (size_t k = 0; k < c.calls.size(); ++k) calls.push_back(ToolCallJson(c, k, false));
+          choice["message"]["tool_calls"] = calls;
+        }
+      } else {
+        choice["text"] = c.text;
       }
-    } else {
-      choice["text"] = text;
+      list.push_back(choice);
     }
-    j["choices"] = json::array({choice});
-    j["usage"] = UsageJson(stats);
-    j["timings"] = TimingsJson(stats);
+    j["choices"] = list;
+    j["usage"] = UsageJson(Stats());
+    j["timings"] = TimingsJson(Stats());
     return j;
+  }
+  // Waits until a job has news or `timeout` passes; `seen` is the signal's
+  // count when the caller last looked. Returns false on timeout.
+  bool WaitAny(uint64_t* seen, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(signal->mu);
+    const bool news = signal->cv.wait_for(lock, timeout, [&] { return signal->seq != *seen; });
+    *seen = signal->seq;
+    return news;
+  }
+  uint64_t Seen() {
+    std::lock_guard<std::mutex> lock(signal->mu);
+    return signal->seq;
   }
 };
 
@@ -266,41 +357,64 @@ std::optional<ApiError> OptionalBool(const json& j, const char* name, bool* out)
 }
 
 // A streamed answer: server-sent events as the tokens come, keep-alive
-// comments while none do; the job is cancelled if the client goes.
+// comments while none do; the jobs are cancelled if the client goes.
 void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   res.AddHeader("Cache-Control", "no-cache");
   res.AddHeader("X-Accel-Buffering", "no");
-  auto gone = [&] { x->scheduler->Cancel(x->job); };
+  auto gone = [&] { x->CancelAll(); };
   if (!res.Begin(200, "text/event-stream")) return gone();
   auto write = [&](const std::string& text) { return res.Write(text); };
-  if (x->kind == ApiKind::kChat && !write(Event(x->Chunk({{"role", "assistant"}, {"content", nullptr}}, "", nullptr))))
-    return gone();
+  if (x->kind == ApiKind::kChat)
+    for (size_t i = 0; i < x->choices.size(); ++i)
+      if (!write(Event(x->Chunk(i, {{"role", "assistant"}, {"content", nullptr}}, "", nullptr)))) return gone();
+  uint64_t seen = x->Seen();
   while (true) {
-    JobUpdate u;
-    if (!x->job->Wait(kKeepAlive, &u)) {
-      if (!write(": keep-alive\n\n")) return gone();
-      continue;
-    }
-    const Exchange::Delta out = x->Split(u);
-    if (!out.reasoning.empty() && !write(Event(x->Chunk({{"reasoning_content", out.reasoning}}, "", nullptr))))
-      return gone();
-    if (!out.content.empty() && !write(Event(x->Chunk({{"content", out.content}}, out.content, nullptr))))
-      return gone();
-    for (size_t k = out.first_new_call; k < out.first_new_call + out.new_calls; ++k)  // OpenAI's tool_calls deltas
-      if (!write(Event(x->Chunk({{"tool_calls", json::array({x->ToolCallJson(k, true)})}}, "", nullptr))))
+    bool any = false;
+    for (size_t i = 0; i < x->choices.size(); ++i) {
+      Choice& c = x->choices[i];
+      JobUpdate u;
+      if (c.done || !c.job->Wait(std::chrono::milliseconds(0), &u)) continue;
+      any = true;
+      const Exchange::Delta out = x->Split(c, u);
+      if (!out.reasoning.empty() &&
+          !write(Event(x->Chunk(i, {{"reasoning_content", out.reasoning}}, "", nullptr))))
         return gone();
-    if (!u.done) continue;
-    x->Finish(u);
-    if (x->error) {
-      write(Event(x->error->ToJson()));
-    } else {
-      if (!write(Event(x->Chunk(json::object(), "", x->Reason())))) return gone();
-      if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
-      if (!write("data: [DONE]\n\n")) return gone();
+      if (!out.content.empty() &&
+          !write(Event(x->Chunk(i, {{"content", out.content}}, out.content, nullptr, x->TakeLogprobs(c)))))
+        return gone();
+      for (size_t k = out.first_new_call; k < out.first_new_call + out.new_calls; ++k)  // OpenAI's tool_calls deltas
+        if (!write(Event(x->Chunk(i, {{"tool_calls", json::array({Exchange::ToolCallJson(c, k, true)})}}, "",
+                                  nullptr))))
+          return gone();
+      if (!u.done) continue;
+      Exchange::Finish(c, u);
+      if (c.error) {
+        x->CancelAll();
+        write(Event(c.error->ToJson()));
+        res.End();
+        return;
+      }
+      json lp = x->TakeLogprobs(c);  // what no content chunk carried
+      if (!lp.is_null() && !write(Event(x->Chunk(i, x->kind == ApiKind::kChat ? json{{"content", ""}} : json::object(),
+                                                 "", nullptr, lp))))
+        return gone();
+      if (!write(Event(x->Chunk(i, json::object(), "", Exchange::Reason(c))))) return gone();
     }
-    res.End();
-    return;
+    if (x->AllDone()) break;
+    if (!any && !x->WaitAny(&seen, kKeepAlive) && !write(": keep-alive\n\n")) return gone();
   }
+  if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
+  if (!write("data: [DONE]\n\n")) return gone();
+  res.End();
+}
+
+// Takes every choice's news; true when all are done.
+bool AbsorbAll(const std::shared_ptr<Exchange>& x) {
+  for (Choice& c : x->choices) {
+    JobUpdate u;
+    if (!c.done && c.job->Wait(std::chrono::milliseconds(0), &u)) x->Absorb(c, u);
+  }
+  return x->AllDone();
 }
 
 // An answer at once when it is quick (with the right status on error);
@@ -308,27 +422,32 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
 // a JSON value) until the answer is ready.
 void AnswerWhenDone(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   const auto deadline = Clock::now() + kQuickAnswer;
-  while (!x->done) {
+  uint64_t seen = x->Seen();
+  while (!AbsorbAll(x) && !x->FirstError()) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    JobUpdate u;
-    if (x->job->Wait(left, &u)) x->Absorb(u);
+    x->WaitAny(&seen, left);
   }
-  if (x->done) {
-    if (x->error) return SendError(res, *x->error);
-    return SendJson(res, 200, x->Answer());
+  if (const auto* e = x->FirstError()) {
+    x->CancelAll();
+    return SendError(res, **e);
   }
+  if (x->AllDone()) return SendJson(res, 200, x->Answer());
   // A slow one: keep-alive whitespace until the answer is ready.
-  if (!res.Begin(200, "application/json")) return x->scheduler->Cancel(x->job);
+  if (!res.Begin(200, "application/json")) return x->CancelAll();
   auto last_write = Clock::now();
-  while (!x->done) {
-    JobUpdate u;
-    if (x->job->Wait(kKeepAlive, &u)) x->Absorb(u);
-    if (x->done || Clock::now() - last_write < kKeepAlive) continue;
-    if (!res.Write(" ")) return x->scheduler->Cancel(x->job);
+  while (!AbsorbAll(x) && !x->FirstError()) {
+    x->WaitAny(&seen, kKeepAlive);
+    if (Clock::now() - last_write < kKeepAlive) continue;
+    if (!res.Write(" ")) return x->CancelAll();
     last_write = Clock::now();
   }
-  if (res.Write(x->error ? x->error->Body() : Dump(x->Answer()))) res.End();
+  if (const auto* e = x->FirstError()) {
+    x->CancelAll();
+    if (res.Write((*e)->Body())) res.End();
+    return;
+  }
+  if (res.Write(Dump(x->Answer()))) res.End();
 }
 
 }  // namespace
@@ -670,28 +789,91 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   g.max_tokens = ar.max_tokens;
   if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
                                        : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults
+  g.top_logprobs = ar.top_logprobs;
 
-  ApiError rejection;
-  auto job = sched.Submit(std::move(g), &rejection);
-  if (!job.ok()) return reject(rejection);
+  // Constrained sampling: the grammar of the answer (or of its tool calls).
+  std::string gbnf;
+  const char* constraint_param = "grammar";
+  if (ar.constraint == ApiRequest::Constraint::kGrammar) {
+    gbnf = ar.grammar;
+  } else if (ar.constraint == ApiRequest::Constraint::kJsonObject) {
+    gbnf = grammar::JsonObjectGbnf();
+    constraint_param = "response_format";
+  } else if (ar.constraint == ApiRequest::Constraint::kJsonSchema) {
+    constraint_param = "response_format";
+    auto text = grammar::JsonSchemaToGbnf(ar.json_schema);
+    if (!text.ok())
+      return reject(BadRequest("the JSON Schema cannot be enforced: " + text.status().message(), constraint_param,
+                               "invalid_schema"));
+    gbnf = *text;
+  } else if (tools_active && (ar.tool_choice_required || !ar.tool_choice_name.empty())) {
+    constraint_param = "tools";
+    auto text = ToolCallGrammar(m.tool_format, ar.tools, ar.tool_choice_name, ar.parallel_tool_calls);
+    if (!text.ok())
+      return reject(BadRequest("the tools' parameter schemas cannot be enforced: " + text.status().message(), "tools",
+                               "invalid_schema"));
+    gbnf = *text;
+  }
+  if (!gbnf.empty()) {
+    auto masker = MaskerFor(gbnf, m.trie);
+    if (!masker.ok())
+      return reject(BadRequest(masker.status().message(), constraint_param, "invalid_grammar"));
+    g.grammar = *masker;
+    if (opens_thinking && m.chat_template.thinking) g.grammar_after = "</think>";
+  }
 
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < ar.n; ++i) {
+    requests.push_back(g);
+    requests.back().sampling.seed = g.sampling.seed + static_cast<uint64_t>(i);  // each choice its own draw
+  }
   auto x = std::make_shared<Exchange>();
+  for (GenerationRequest& r : requests) r.signal = x->signal;
+  ApiError rejection;
+  auto jobs = sched.SubmitAll(std::move(requests), &rejection);
+  if (!jobs.ok()) return reject(rejection);
+
   x->kind = kind;
   x->include_usage = ar.include_usage;
+  x->logprobs = ar.top_logprobs >= 0;
   x->id = RandomId(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
   x->model = m.id;
   x->fingerprint = std::string("strata-") + kVersion;
   x->created = UnixNow();
-  x->job = *job;
   x->scheduler = &sched;
-  if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
-    x->splitter = ReasoningSplitter(true, opens_thinking);
-  if (tools_active) {
-    x->tool_streamer.emplace(m.tool_format);
-    x->parallel_tool_calls = ar.parallel_tool_calls;
+  x->parallel_tool_calls = ar.parallel_tool_calls;
+  for (auto& job : *jobs) {
+    Choice c;
+    c.job = job;
+    if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
+      c.splitter = ReasoningSplitter(true, opens_thinking);
+    if (tools_active) c.tool_streamer.emplace(m.tool_format);
+    x->choices.push_back(std::move(c));
   }
   if (ar.stream) return StreamAnswer(res, x);
   AnswerWhenDone(res, x);
+}
+
+// Compiled grammars are kept by text (agents send the same schema with every
+// request): their token-mask caches then carry over.
+Result<std::shared_ptr<grammar::TokenMasker>> ApiServer::MaskerFor(const std::string& gbnf,
+                                                                   const std::shared_ptr<const grammar::TokenTrie>& trie) {
+  {
+    std::lock_guard<std::mutex> lock(maskers_mu_);
+    for (auto it = maskers_.begin(); it != maskers_.end(); ++it) {
+      if (it->first != gbnf) continue;
+      auto found = it->second;
+      maskers_.splice(maskers_.begin(), maskers_, it);
+      return found;
+    }
+  }
+  auto g = grammar::Grammar::Parse(gbnf);
+  if (!g.ok()) return g.status();
+  auto masker = std::make_shared<grammar::TokenMasker>(*g, trie);
+  std::lock_guard<std::mutex> lock(maskers_mu_);
+  maskers_.emplace_front(gbnf, masker);
+  if (maskers_.size() > kMaxMaskers) maskers_.pop_back();
+  return masker;
 }
 
 }  // namespace strata::serve

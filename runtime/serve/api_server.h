@@ -18,11 +18,14 @@
 // left, and the job is cancelled.
 
 #include <atomic>
+#include <list>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "runtime/chat/chat_template.h"
+#include "runtime/grammar/token_mask.h"
 #include "runtime/model/model.h"
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/http_server.h"
@@ -49,6 +52,8 @@ struct ServingModel {
   size_t max_token_bytes = 1;
   // The tool-call format the pack's template teaches (kNone: tools are refused).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
+  // The vocabulary as a trie of token bytes, for constrained sampling.
+  std::shared_ptr<const grammar::TokenTrie> trie;
 };
 
 // A text longer than this is refused by /tokenize (400) without tokenizing.
@@ -97,11 +102,16 @@ class ApiServer {
   void HandleCompletion(const HttpRequest& req, HttpResponse& res);
   void HandleGenerate(ApiKind kind, const HttpRequest& req, HttpResponse& res);
   const ServingModel* ready() const { return ready_.load(std::memory_order_acquire); }
+  Result<std::shared_ptr<grammar::TokenMasker>> MaskerFor(const std::string& gbnf,
+                                                          const std::shared_ptr<const grammar::TokenTrie>& trie);
 
   ServeOptions options_;
   int port_ = -1;  // once bound
   std::unique_ptr<HttpServer> http_;
   std::atomic<const ServingModel*> ready_{nullptr};
+  static constexpr size_t kMaxMaskers = 8;  // compiled grammars kept (each <= ~10 MB of caches)
+  std::mutex maskers_mu_;
+  std::list<std::pair<std::string, std::shared_ptr<grammar::TokenMasker>>> maskers_;  // most recent first
 };
 
 }  // namespace strata::serve

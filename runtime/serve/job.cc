@@ -18,6 +18,8 @@ bool Job::Wait(std::chrono::milliseconds timeout, JobUpdate* out) {
   news_ = false;
   out->text = std::move(text_);
   text_.clear();
+  out->logprobs = std::move(logprobs_);
+  logprobs_.clear();
   out->started = started_;
   out->done = done_;
   out->finish = finish_;
@@ -32,14 +34,23 @@ void Job::Started(int slot) {
   stats_.slot = slot;
   news_ = true;
   cv_.notify_all();
+  Notify();
 }
 
-void Job::Append(const std::string& text) {
-  if (text.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  text_ += text;
-  news_ = true;
-  cv_.notify_all();
+void Job::Append(const std::string& text, std::vector<TokenLogprob>* logprobs) {
+  const bool more = logprobs && !logprobs->empty();
+  if (text.empty() && !more) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    text_ += text;
+    if (more) {
+      for (TokenLogprob& lp : *logprobs) logprobs_.push_back(std::move(lp));
+      logprobs->clear();
+    }
+    news_ = true;
+    cv_.notify_all();
+  }
+  if (request_.signal) request_.signal->Notify();
 }
 
 void Job::Finish(FinishReason reason, const JobStats& stats) {
@@ -49,6 +60,7 @@ void Job::Finish(FinishReason reason, const JobStats& stats) {
   stats_ = stats;
   news_ = true;
   cv_.notify_all();
+  Notify();
 }
 
 void Job::Fail(const ApiError& error, const JobStats& stats) {
@@ -58,6 +70,7 @@ void Job::Fail(const ApiError& error, const JobStats& stats) {
   stats_ = stats;
   news_ = true;
   cv_.notify_all();
+  Notify();
 }
 
 }  // namespace strata::serve

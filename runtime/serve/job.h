@@ -10,14 +10,37 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/grammar/token_mask.h"
 #include "runtime/model/sampler.h"
 #include "runtime/serve/api_error.h"
 
 namespace strata::serve {
+
+// Wakes a handler that waits for any of several jobs (n > 1 choices).
+struct JobSignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t seq = 0;
+  void Notify() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++seq;
+    }
+    cv.notify_all();
+  }
+};
+
+// One generated token's log probability (logprobs / top_logprobs).
+struct TokenLogprob {
+  std::string piece;  // the token's bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
 
 // What the scheduler runs.
 struct GenerationRequest {
@@ -27,6 +50,19 @@ struct GenerationRequest {
   std::vector<std::string> stop;    // stop strings (the template's included)
   bool ignore_eog = false;          // generate past end-of-generation tokens (tests, benchmarks)
   std::string kind = "chat";        // for the log line
+  // Constrained sampling: every token must continue the grammar, and the
+  // answer ends when the grammar does. The masker may be shared by requests
+  // with the same grammar; only the scheduler thread uses it.
+  std::shared_ptr<grammar::TokenMasker> grammar;
+  // The grammar applies once the answer contains this text (the end of a
+  // thinking block the prompt opened); empty: from the first token.
+  std::string grammar_after;
+  int top_logprobs = -1;            // -1: no log probabilities; else the alternatives per token (<= 20)
+  // Choices of one request (n > 1): the same group id; index 0 runs the
+  // prompt and the others copy its cache when they run beside it.
+  uint64_t group = 0;
+  int group_index = 0;
+  std::shared_ptr<JobSignal> signal;  // notified on every update, if set
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled };
@@ -38,11 +74,13 @@ struct JobStats {
   int64_t completion_tokens = 0;
   int slot = -1;
   double queued_ms = 0, prompt_ms = 0, gen_ms = 0;
+  double grammar_ms = 0;         // constrained sampling: checking tokens and computing masks
 };
 
 // What a handler takes out of a job in one Wait.
 struct JobUpdate {
   std::string text;              // new text (valid UTF-8), may be empty
+  std::vector<TokenLogprob> logprobs;  // of the tokens generated since the last update
   bool started = false;          // the job has a slot
   bool done = false;
   FinishReason finish = FinishReason::kNone;
@@ -68,11 +106,15 @@ class Job {
 
   // Scheduler side.
   void Started(int slot);
-  void Append(const std::string& text);
+  void Append(const std::string& text, std::vector<TokenLogprob>* logprobs = nullptr);
   void Finish(FinishReason reason, const JobStats& stats);
   void Fail(const ApiError& error, const JobStats& stats);
 
  private:
+  // Called with mu_ held; the signal's own lock is taken after ours, never before.
+  void Notify() {
+    if (request_.signal) request_.signal->Notify();
+  }
   GenerationRequest request_;
   uint64_t id_;
   std::chrono::steady_clock::time_point submitted_;
@@ -80,6 +122,7 @@ class Job {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string text_;      // appended, not yet taken
+  std::vector<TokenLogprob> logprobs_;
   bool news_ = false;
   bool started_ = false;
   bool done_ = false;

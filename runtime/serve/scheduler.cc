@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <new>
+#include <cctype>
 #include <optional>
 #include <stdexcept>
 
@@ -56,7 +57,9 @@ struct Scheduler::Slot {
   // Where prefix reuse can go back to; none when the copy fails.
   void TakeSnapshot() { snapshot_pos = state.backend()->CopyRecurrent(state, snapshot).ok() ? state.n_past : -1; }
 
-  enum class Phase { kIdle, kPrompt, kGenerate };
+  // kFollow: a choice (n > 1) waiting for the slot running its prompt, whose
+  // cache it copies when that prompt is read.
+  enum class Phase { kIdle, kPrompt, kFollow, kGenerate };
   int id = 0;
   SequenceState state;
   std::vector<int32_t> cached;  // the tokens the state holds, in order (size == state.n_past)
@@ -75,6 +78,13 @@ struct Scheduler::Slot {
   StopMatcher stop;
   bool stop_string_hit = false;
   Utf8Stream utf8;
+  int follow = -1;  // kFollow: the slot running the prompt
+  // Constrained sampling.
+  std::optional<grammar::Matcher> matcher;
+  bool grammar_on = false;  // false until grammar_after appeared
+  std::string gate_tail;     // the answer's last bytes, to find grammar_after
+  std::vector<uint64_t> mask;
+  std::vector<TokenLogprob> logprobs;  // to go with the next Append
   JobStats stats;
   Clock::time_point t_admit, t_prompt_done;
 };
@@ -125,6 +135,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, Backend
     }
     s->slots_.push_back(std::move(slot));
   }
+  for (int32_t id = 0; id < tok.n_tokens(); ++id)
+    if (tok.IsEog(id)) s->eog_ids_.push_back(id);
   s->metrics_.n_slots = o.parallel;
   s->metrics_.n_ctx = o.n_ctx;
   s->metrics_.state_bytes = bytes;
@@ -148,6 +160,15 @@ Scheduler::~Scheduler() {
 void Scheduler::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 Result<std::shared_ptr<Job>> Scheduler::Submit(GenerationRequest request, ApiError* rejection) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  auto jobs = SubmitAll(std::move(one), rejection);
+  if (!jobs.ok()) return jobs.status();
+  return std::move(jobs->front());
+}
+
+Result<std::vector<std::shared_ptr<Job>>> Scheduler::SubmitAll(std::vector<GenerationRequest> requests,
+                                                               ApiError* rejection) {
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_ || stop_) {
     ++metrics_.requests_rejected_total;
@@ -155,17 +176,24 @@ Result<std::shared_ptr<Job>> Scheduler::Submit(GenerationRequest request, ApiErr
     return FailedPrecondition(rejection->message);
   }
   const int idle = options_.parallel - active_;
-  if (static_cast<int64_t>(queue_.size()) >= static_cast<int64_t>(idle) + options_.queue_limit) {
+  if (static_cast<int64_t>(queue_.size() + requests.size()) >
+      static_cast<int64_t>(idle) + options_.queue_limit) {
     ++metrics_.requests_rejected_total;
     *rejection = Busy(StrFormat("all %d slots are busy and %zu requests are waiting (--queue %d); try again later",
                                 options_.parallel, queue_.size(), options_.queue_limit));
     return ResourceExhausted(rejection->message);
   }
-  auto job = std::make_shared<Job>(std::move(request), next_id_++);
-  queue_.push_back(job);
+  std::vector<std::shared_ptr<Job>> jobs;
+  const uint64_t group = requests.size() > 1 ? next_id_ : 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].group = group;
+    requests[i].group_index = static_cast<int>(i);
+    jobs.push_back(std::make_shared<Job>(std::move(requests[i]), next_id_++));
+    queue_.push_back(jobs.back());
+  }
   metrics_.requests_deferred = static_cast<int>(queue_.size());
   cv_.notify_all();
-  return job;
+  return jobs;
 }
 
 void Scheduler::Cancel(const std::shared_ptr<Job>& job) {
@@ -271,6 +299,14 @@ void Scheduler::AdmitLocked() {
       ++metrics_.requests_cancelled_total;
       continue;
     }
+    // A choice whose prompt another slot is reading now copies that slot's cache.
+    const GenerationRequest& r = job->request();
+    Slot* leader = nullptr;
+    if (r.group != 0 && r.group_index > 0)
+      for (auto& s : slots_)
+        if (s->phase == Slot::Phase::kPrompt && s->job->request().group == r.group &&
+            s->job->request().group_index == 0)
+          leader = s.get();
     // The idle slot that reuses the most; among equals the least recently used.
     Slot* best = nullptr;
     ReusePlan best_plan;
@@ -285,16 +321,16 @@ void Scheduler::AdmitLocked() {
     }
     if (!best) break;  // cannot happen: active_ < parallel means a slot is idle
     ++active_;
-    Admit(*best, std::move(job));
+    Admit(*best, std::move(job), leader);
   }
   metrics_.requests_deferred = static_cast<int>(queue_.size());
   metrics_.requests_processing = active_;
 }
 
-void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
+void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job, Slot* leader) {
   const auto now = Clock::now();
   const std::vector<int32_t>& prompt = job->request().prompt;
-  ReusePlan plan = PlanReuse(slot.cached, prompt, recurrent_, slot.snapshot_pos);
+  ReusePlan plan = leader ? ReusePlan{} : PlanReuse(slot.cached, prompt, recurrent_, slot.snapshot_pos);
   Status restored = Status::Ok();
   if (plan.restore_snapshot) restored = backend_.CopyRecurrent(slot.snapshot, slot.state);
   if (!restored.ok()) {
@@ -308,15 +344,23 @@ void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job) {
   slot.cached.resize(static_cast<size_t>(plan.tokens));
   if (slot.snapshot_pos > plan.tokens) slot.snapshot_pos = -1;  // its tokens are gone
 
-  slot.phase = Slot::Phase::kPrompt;
+  slot.phase = leader ? Slot::Phase::kFollow : Slot::Phase::kPrompt;
+  slot.follow = leader ? leader->id : -1;
   slot.job = std::move(job);
   slot.prompt_pos = static_cast<size_t>(plan.tokens);
-  if (recurrent_ && slot.prompt_pos + 1 == prompt.size() && slot.snapshot_pos != plan.tokens) slot.TakeSnapshot();
+  if (!leader && recurrent_ && slot.prompt_pos + 1 == prompt.size() && slot.snapshot_pos != plan.tokens)
+    slot.TakeSnapshot();
   slot.generated.clear();
   slot.sampler.emplace(slot.job->request().sampling);
   slot.stop = StopMatcher(slot.job->request().stop);
   slot.stop_string_hit = false;
   slot.utf8 = Utf8Stream();
+  const GenerationRequest& req = slot.job->request();
+  slot.matcher.reset();
+  if (req.grammar) slot.matcher.emplace(req.grammar->shared_grammar());
+  slot.grammar_on = req.grammar && req.grammar_after.empty();
+  slot.gate_tail.clear();
+  slot.logprobs.clear();
   slot.stats = JobStats{};
   slot.stats.slot = slot.id;
   slot.stats.prompt_tokens = static_cast<int64_t>(prompt.size());
@@ -439,6 +483,7 @@ void Scheduler::Step() {
       s.t_prompt_done = t1;
       s.stats.prompt_ms = MsSince(s.t_admit, t1);
       s.phase = Slot::Phase::kGenerate;
+      StartFollowers(s, std::span<const float>(logits.data() + i * V, V), t1);
     }
     Emit(s, std::span<const float>(logits.data() + i * V, V));
   }
@@ -449,13 +494,96 @@ void Scheduler::Step() {
   metrics_.kv_cache_tokens = kv;
 }
 
+// The choices waiting for `leader`'s prompt take a copy of its cache and
+// sample their first token from the same logits.
+void Scheduler::StartFollowers(Slot& leader, std::span<const float> logits, Clock::time_point t1) {
+  for (auto& f : slots_) {
+    if (f->phase != Slot::Phase::kFollow || f->follow != leader.id) continue;
+    f->follow = -1;
+    Status st = CopySequence(leader.state, f->state);
+    if (!st.ok()) {  // it reads the prompt itself
+      std::fprintf(stderr, "strata serve: note: copying slot %d's cache to slot %d failed (%s); it reads the prompt\n",
+                   leader.id, f->id, st.message().c_str());
+      f->phase = Slot::Phase::kPrompt;
+      f->prompt_pos = 0;
+      f->cached.clear();
+      if (!f->state.Clear().ok()) f->state.n_past = 0;
+      continue;
+    }
+    f->cached = leader.cached;
+    f->snapshot_pos = -1;
+    f->prompt_pos = f->job->request().prompt.size();
+    f->stats.reused_tokens = static_cast<int64_t>(f->prompt_pos);
+    f->t_prompt_done = t1;
+    f->stats.prompt_ms = MsSince(f->t_admit, t1);
+    f->phase = Slot::Phase::kGenerate;
+    Emit(*f, logits);
+  }
+}
+
+// The next token: sampled freely, then checked against the grammar (if
+// any); only a token the grammar refuses makes it compute the whole mask and
+// sample again among what it allows. Returns -1 after finishing the slot.
+int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits) {
+  const GenerationRequest& r = s.job->request();
+  if (!s.matcher || !s.grammar_on) return s.sampler->Sample(logits, s.generated);
+  if (s.matcher->MustEnd()) {  // the grammar is complete: the answer is
+    FinishSlot(s, FinishReason::kStop, nullptr);
+    return -1;
+  }
+  grammar::TokenMasker& masker = *r.grammar;
+  const auto t0 = Clock::now();
+  int32_t id = s.sampler->Sample(logits, s.generated);
+  const bool ok = id >= 0 && (tok_.IsEog(id) ? s.matcher->CanEnd() : masker.Allows(*s.matcher, id));
+  if (!ok) {
+    masker.Compute(*s.matcher, &s.mask);
+    s.mask.resize((logits.size() + 63) / 64, 0);  // ids past the tokenizer's are never allowed
+    if (s.matcher->CanEnd())
+      for (int32_t e : eog_ids_) s.mask[static_cast<size_t>(e) >> 6] |= uint64_t{1} << (e & 63);
+    id = s.sampler->Sample(logits, s.generated, s.mask.data());
+  }
+  s.stats.grammar_ms += MsSince(t0, Clock::now());
+  if (id < 0) {
+    ApiError e = ServerError("the grammar allows no token of this vocabulary here, and the text so far cannot end");
+    FinishSlot(s, FinishReason::kNone, &e);
+    return -1;
+  }
+  if (!tok_.IsEog(id)) (void)s.matcher->Accept(tok_.TokenToPiece(id, false));
+  return id;
+}
+
 void Scheduler::Emit(Slot& s, std::span<const float> logits) {
   const GenerationRequest& r = s.job->request();
-  const int32_t id = s.sampler->Sample(logits, s.generated);
+  const int32_t id = SampleToken(s, logits);
+  if (id < 0) return;
   s.generated.push_back(id);
   const bool eog = !r.ignore_eog && tok_.IsEog(id);
   bool hit = false;
-  if (!eog) s.job->Append(s.utf8.Push(s.stop.Push(tok_.TokenToPiece(id, false), &hit)));
+  if (!eog) {
+    const std::string piece = tok_.TokenToPiece(id, false);
+    if (r.top_logprobs >= 0) {
+      const float lse = Sampler::LogSumExp(logits);
+      TokenLogprob lp;
+      lp.piece = piece;
+      lp.logprob = logits[static_cast<size_t>(id)] - lse;
+      for (const Sampler::Logprob& t : Sampler::TopLogprobs(logits, lse, static_cast<size_t>(r.top_logprobs)))
+        lp.top.emplace_back(tok_.TokenToPiece(t.id, true), t.logprob);
+      s.logprobs.push_back(std::move(lp));
+    }
+    if (r.grammar && !s.grammar_on) {  // the grammar starts after grammar_after
+      s.gate_tail += piece;
+      const size_t at = s.gate_tail.find(r.grammar_after);
+      if (at != std::string::npos) {
+        s.grammar_on = true;
+        std::string_view rest = std::string_view(s.gate_tail).substr(at + r.grammar_after.size());
+        while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
+        if (!rest.empty()) (void)s.matcher->Accept(rest);
+      } else if (s.gate_tail.size() > 4 * r.grammar_after.size() + 64) {
+        s.gate_tail.erase(0, s.gate_tail.size() - r.grammar_after.size());
+      }
+    }
+    s.job->Append(s.utf8.Push(s.stop.Push(piece, &hit)), &s.logprobs);
+  }
   const bool limit = r.max_tokens >= 0 && static_cast<int64_t>(s.generated.size()) >= r.max_tokens;
   s.stop_string_hit = hit;
   if (eog || hit) {
@@ -469,6 +597,11 @@ void Scheduler::Emit(Slot& s, std::span<const float> logits) {
 
 void Scheduler::FinishSlot(Slot& s, FinishReason reason, const ApiError* error) {
   const auto now = Clock::now();
+  for (auto& f : slots_) {  // choices waiting for this prompt read it themselves
+    if (f->phase != Slot::Phase::kFollow || f->follow != s.id) continue;
+    f->follow = -1;
+    f->phase = Slot::Phase::kPrompt;
+  }
   JobStats& st = s.stats;
   st.completion_tokens = static_cast<int64_t>(s.generated.size());
   if (s.phase == Slot::Phase::kGenerate) {
@@ -508,8 +641,10 @@ void Scheduler::FinishSlot(Slot& s, FinishReason reason, const ApiError* error) 
     s.job->Finish(reason, st);
   }
   s.phase = Slot::Phase::kIdle;
+  s.follow = -1;
   s.job.reset();
   s.sampler.reset();
+  s.matcher.reset();
 }
 
 }  // namespace strata::serve

@@ -24,6 +24,7 @@
 // At least the prompt's last token always runs (its logits start the answer).
 
 #include <cstdint>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -110,6 +111,10 @@ class Scheduler {
   // Queues a request. Errors: 503 when the queue is full or the server is
   // shutting down.
   Result<std::shared_ptr<Job>> Submit(GenerationRequest request, ApiError* rejection);
+  // Queues the choices of one request (n > 1) together, or none of them:
+  // they form a group (group ids set here), and a choice that is admitted
+  // while the first one reads the prompt copies its cache instead.
+  Result<std::vector<std::shared_ptr<Job>>> SubmitAll(std::vector<GenerationRequest> requests, ApiError* rejection);
   // Cancels a job (its client went away) and wakes the scheduler.
   void Cancel(const std::shared_ptr<Job>& job);
   // From now on Submit refuses (503): the first thing shutdown does.
@@ -130,7 +135,9 @@ class Scheduler {
   void Loop();
   bool HasWorkLocked() const;
   void AdmitLocked();
-  void Admit(Slot& slot, std::shared_ptr<Job> job);
+  void Admit(Slot& slot, std::shared_ptr<Job> job, Slot* leader);
+  void StartFollowers(Slot& leader, std::span<const float> logits, std::chrono::steady_clock::time_point t1);
+  int32_t SampleToken(Slot& slot, std::span<const float> logits);
   void Step();
   // Ends every running request with a 500 (the exception barrier of Loop).
   void FailRunning(const std::string& what) noexcept;
@@ -142,6 +149,7 @@ class Scheduler {
   const tokenizer::Tokenizer& tok_;
   SchedulerOptions options_;
   bool recurrent_ = false;
+  std::vector<int32_t> eog_ids_;  // allowed by a grammar that can end
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the scheduler thread only
   uint64_t use_clock_ = 0;                    // for least-recently-used slot choice
 

@@ -195,6 +195,9 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
                    std::chrono::system_clock::now().time_since_epoch()).count();
   for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
   sm.tool_format = ToolCallFormatOf(parts.tok->vocab().chat_template);
+  std::vector<std::string> bytes(static_cast<size_t>(parts.tok->n_tokens()));
+  for (int32_t t = 0; t < parts.tok->n_tokens(); ++t) bytes[static_cast<size_t>(t)] = parts.tok->TokenToPiece(t, false);
+  sm.trie = std::make_shared<const grammar::TokenTrie>(bytes);
   return sm;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/serve/tool_calls.h"
 
+#include "runtime/grammar/json_schema.h"
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/serve/text_scan.h"
@@ -228,6 +230,77 @@ void ToolCallStreamer::RunToEnd(Out* out, bool final) {
   }
   pending_.clear();
   in_call_ = false;
+}
+
+Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                    const std::string& only, bool parallel) {
+  using grammar::GbnfLiteral;
+  grammar::GbnfBuilder b;
+  std::vector<std::string> calls;
+  for (const auto& t : tools) {
+    const auto& fn = t.at("function");
+    const std::string name = fn.at("name").get<std::string>();
+    if (!only.empty() && name != only) continue;
+    nlohmann::ordered_json params = nlohmann::ordered_json{{"type", "object"}};
+    if (auto p = fn.find("parameters"); p != fn.end() && p->is_object() && !p->empty()) params = *p;
+    std::string body;
+    if (format == ToolCallFormat::kXml) {
+      // <parameter=KEY>\nVALUE\n</parameter>: strings as raw text, other values as JSON.
+      std::string seq = GbnfLiteral("<function=" + name + ">\n");
+      const auto props = params.find("properties");
+      std::vector<std::string> required;
+      if (auto r = params.find("required"); r != params.end() && r->is_array())
+        for (const auto& k : *r)
+          if (k.is_string()) required.push_back(k.get<std::string>());
+      if (props != params.end() && props->is_object()) {
+        for (const auto& [key, schema] : props->items()) {
+          std::string value;
+          if (schema.is_object() && schema.value("type", "") == "string" && !schema.contains("enum") &&
+              !schema.contains("const")) {
+            value = b.AddRule("xml-text", "[^<]*");
+          } else {
+            auto v = b.AddSchema(schema, name + "-" + key);
+            if (!v.ok()) return v.status().WithContext("tools: " + name + ": parameters." + key);
+            value = *v;
+          }
+          std::string item = "(" + GbnfLiteral("<parameter=" + key + ">\n") + " " + value + " " +
+                             GbnfLiteral("\n</parameter>\n") + ")";
+          const bool req = std::find(required.begin(), required.end(), key) != required.end();
+          seq += " " + item + (req ? "" : "?");
+        }
+      }
+      seq += " " + GbnfLiteral("</function>");
+      body = GbnfLiteral("<tool_call>\n") + " " + seq + " " + GbnfLiteral("\n</tool_call>");
+    } else {
+      auto args = b.AddSchema(params, name + "-args");
+      if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
+      const char* key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+      std::string obj = GbnfLiteral("{\"name\": " + nlohmann::json(name).dump() + ", \"" + key + "\": ") + " " +
+                        *args + " " + GbnfLiteral("}");
+      body = format == ToolCallFormat::kJson ? GbnfLiteral("<tool_call>\n") + " " + obj + " " +
+                                                   GbnfLiteral("\n</tool_call>")
+                                             : obj;
+    }
+    calls.push_back(b.AddRule("call-" + name, body));
+  }
+  if (calls.empty()) return InvalidArgument("tool_choice names '" + only + "', which is not among the tools");
+  std::string any = calls.size() == 1 ? calls[0] : b.AddRule("call", [&] {
+    std::string alts;
+    for (const auto& c : calls) alts += (alts.empty() ? "" : " | ") + c;
+    return alts;
+  }());
+  switch (format) {
+    case ToolCallFormat::kJson:
+    case ToolCallFormat::kXml:
+      return b.Text(parallel ? any + " (\"\\n\" " + any + ")*" : any);
+    case ToolCallFormat::kMistral:
+      return b.Text("\"[TOOL_CALLS][\" " + any + (parallel ? " (\", \" " + any + ")*" : "") + " \"]\"");
+    case ToolCallFormat::kLlama3:
+      return b.Text(any);  // one call: the whole answer
+    case ToolCallFormat::kNone:
+      break;
+  }
+  return InvalidArgument("this chat template has no tool-call format");
 }
 
 }  // namespace strata::serve

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/base/status.h"
 
 namespace strata::serve {
@@ -30,6 +32,13 @@ struct ToolCall {
   std::string name;
   std::string arguments;  // a JSON object, as text (OpenAI's function.arguments)
 };
+
+// The GBNF (runtime/grammar) of an answer that is only tool calls in
+// `format`, for tool_choice "required" (any of `tools`) or a named function
+// (`only`): names from the tools, arguments constrained to each tool's
+// parameter schema. `parallel`: one or more calls, else exactly one.
+Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                    const std::string& only, bool parallel);
 
 // One call from the text between <tool_call> and </tool_call>.
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner);

@@ -1,0 +1,81 @@
+// libFuzzer target: constrained sampling's parsers of request text
+// (runtime/grammar): GBNF grammars (the `grammar` parameter) and JSON
+// Schemas (`response_format`, tools). The first byte chooses:
+//   even: the rest is GBNF; if it parses, a matcher reads text through it and
+//         token masks over a small vocabulary are computed and compared with
+//         the per-token reference;
+//   odd:  the rest is a JSON Schema; if it converts, the GBNF it gives must
+//         parse (a converter bug otherwise).
+// No input may crash, hang, exhaust memory or trip a sanitizer.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/compiler.h"
+#include "runtime/grammar/grammar.h"
+#include "runtime/grammar/json_schema.h"
+#include "runtime/grammar/token_mask.h"
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) STRATA_TRAP();
+}
+
+const std::shared_ptr<const strata::grammar::TokenTrie>& Trie() {
+  static const auto trie = std::make_shared<const strata::grammar::TokenTrie>(std::vector<std::string>{
+      "a", "b", "ab", "abc", "{", "}", "\"", "\":", "\",", "[", "]", ",", " ", "\n", "0", "1", "12", "-", ".", "e",
+      "true", "null", "\xC3\xA9", "\xC3", "\xA9", "\\", "\\n", "x", "yes", "no", "", "<tool_call>"});
+  return trie;
+}
+
+void FuzzGrammar(std::string_view text) {
+  using namespace strata::grammar;
+  GrammarLimits limits;
+  limits.max_elements = 1 << 14;
+  limits.max_text_bytes = 1 << 14;
+  auto g = Grammar::Parse(text, limits);
+  if (!g.ok()) return;
+  TokenMasker masker(*g, Trie());
+  Matcher m(*g);
+  std::vector<uint64_t> mask;
+  for (int step = 0; step < 6; ++step) {
+    masker.Compute(m, &mask);
+    int32_t pick = -1;
+    for (int32_t t = 0; t < Trie()->n_tokens(); ++t) {
+      const bool bit = (mask[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1;
+      Check(bit == masker.Allows(m, t));  // the mask equals its reference
+      if (bit && (pick < 0 || (t * 7 + step) % 5 == 0)) pick = t;
+    }
+    if (pick < 0) break;
+    Check(m.Accept(Trie()->bytes(pick)));
+  }
+}
+
+void FuzzSchema(std::string_view text) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded()) return;
+  auto gbnf = strata::grammar::JsonSchemaToGbnf(j);
+  if (!gbnf.ok()) return;
+  auto g = strata::grammar::Grammar::Parse(*gbnf);
+  Check(g.ok());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0 || size > 8192) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // JSON nesting is bounded by the size cap (nlohmann's parser recurses).
+  if (data[0] % 2 == 0) {
+    FuzzGrammar(rest);
+  } else {
+    FuzzSchema(rest);
+  }
+  return 0;
+}
