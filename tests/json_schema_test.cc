@@ -563,7 +563,7 @@ void ExpectWalksValid(std::string_view schema, const std::function<bool(const oj
       text += c;
     }
     if (!ended) continue;
-    ++finished; if (getenv("SHOW_WALKS")) fprintf(stderr, "WALK %s\n", text.c_str());
+    ++finished;
     const ojson j = ojson::parse(text, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << "not JSON: " << text;
     EXPECT_TRUE(valid(j)) << "not of the schema: " << text;

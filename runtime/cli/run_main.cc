@@ -336,6 +336,7 @@ int Serve(const RunOptions& o) {
   if (so.api_key.empty())
     if (const char* env = std::getenv("STRATA_API_KEY")) so.api_key = env;
   so.cors_origin = o.cors_origin;
+  so.chat_template_file = o.chat_template_file;
   so.allowed_hosts = o.allowed_hosts;
   so.max_connections = o.max_connections;
   so.test_head_deadline_ms = o.test_head_deadline_ms;

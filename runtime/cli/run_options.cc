@@ -76,6 +76,9 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   serve->add_option("--api-key", o.api_key,
                     "require this key (Authorization: Bearer KEY) on every endpoint but /health and the chat page; "
                     "default: the STRATA_API_KEY environment variable, else none");
+  serve->add_option("--chat-template-file", o.chat_template_file,
+                    "render chats with this Jinja template instead of the pack's (checked at start as the pack's is; "
+                    "its tool-call format is read from it)");
   serve->add_option("--cors-origin", o.cors_origin,
                     "allow web pages from this origin (e.g. http://localhost:3000, or *) to call the API "
                     "(default: none)");

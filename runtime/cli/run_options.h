@@ -51,6 +51,7 @@ struct RunOptions {
   int test_step_delay_ms = 0;  // --test-step-delay-ms (hidden): tests slow every scheduler step
   int test_head_deadline_ms = 0, test_body_deadline_ms = 0, test_idle_ms = 0;
   std::string api_key;
+  std::string chat_template_file;
   std::string cors_origin;
   std::vector<std::string> allowed_hosts;
   int max_connections = 1024;

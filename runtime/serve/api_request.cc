@@ -11,7 +11,9 @@
 namespace strata::serve {
 namespace {
 
-using nlohmann::json;
+// Ordered: schemas, tool parameters and call arguments keep the order clients wrote
+// (properties are generated in it; re-rendered history keeps its bytes).
+using json = nlohmann::ordered_json;
 
 std::string TypeName(const json& v) {
   switch (v.type()) {

@@ -25,6 +25,7 @@ struct ServeOptions {
   int parallel = 4;                // slots decoding together
   int queue = 64;                  // requests waiting beyond the slots; more get 503
   std::string api_key;             // empty: no key (only sensible on loopback)
+  std::string chat_template_file;  // a Jinja file to render chats with instead of the pack's template
   std::string cors_origin;         // empty: no CORS headers; "*": any origin
   // Host header names accepted besides the listening address (and, on
   // loopback, localhost and the loopback addresses); "*": any.

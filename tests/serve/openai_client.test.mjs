@@ -1,10 +1,14 @@
 // strata-run --serve driven by the real `openai` npm client: models, chat and
 // completions, streamed and not; greedy answers equal the CLI's for the same
 // prompt; a follow-up turn reuses the slot (usage and log say so); errors
-// surface as the client's typed errors.
+// surface as the client's typed errors; tools (a round trip, streamed
+// deltas), json_schema, n, logprobs and reasoning content.
 
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { makePack, metrics, packGguf, program, requireDep, run, scratch, sharedFile, startServer }
   from "./lib/harness.mjs";
@@ -220,6 +224,139 @@ describe("openai client with an API key", () => {
       assert.equal(r.usage.completion_tokens, 2);
     } finally {
       assert.equal(await keyed.stop(), 0);
+    }
+  });
+});
+
+// Agents' requests: tools (a full round trip, and streamed tool-call deltas),
+// json_schema and reasoning. The tiny model has random weights: its tool
+// calls and JSON are valid only because sampling is constrained to the
+// tools' schemas and the response format.
+const kToolTemplate =
+  "{%- for m in messages %}<|im_start|>{{ m.role }}\n" +
+  "{%- if m.role == 'assistant' and m.tool_calls %}{% for tc in m.tool_calls %}<tool_call>\n" +
+  "{{ tc.function | tojson }}\n</tool_call>{% endfor %}" +
+  "{%- elif m.role == 'tool' %}<tool_response>{{ m.content }}</tool_response>" +
+  "{%- else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}" +
+  "{%- if tools %}<|im_start|>system\ntools:{% for t in tools %} {{ t.function.name }}{% endfor %}<|im_end|>\n" +
+  "{% endif %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather", description: "Current weather",
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 8 },
+                                                unit: { enum: ["celsius", "fahrenheit"] } },
+                  required: ["city", "unit"], additionalProperties: false },
+  },
+};
+
+function checkWeatherArgs(text) {
+  const args = JSON.parse(text);
+  assert.deepEqual(Object.keys(args).sort(), ["city", "unit"], text);
+  assert.equal(typeof args.city, "string");
+  assert.ok(["celsius", "fahrenheit"].includes(args.unit), text);
+  return args;
+}
+
+describe("openai client: tools, json_schema and reasoning", () => {
+  let agent, ac;
+  before(async () => {
+    const dir = scratch("openai-agent");
+    const tmpl = path.join(dir, "tools.jinja");
+    fs.writeFileSync(tmpl, kToolTemplate);
+    agent = await startServer(pack, ["--parallel", "2", "--chat-template-file", tmpl]);
+    ac = new OpenAI({ baseURL: `${agent.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 120000 });
+  });
+  after(async () => {
+    if (agent) assert.equal(await agent.stop(), 0);
+  });
+
+  test("a tool call round trip: call, tool result, answer", async () => {
+    const messages = [{ role: "user", content: "Weather in Oslo?" }];
+    const r = await ac.chat.completions.create({ model: "tiny", messages, tools: [weatherTool],
+                                                tool_choice: "required", temperature: 1, seed: 4, max_tokens: 120 });
+    const choice = r.choices[0];
+    assert.equal(choice.finish_reason, "tool_calls");
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, "function");
+    assert.equal(call.function.name, "get_weather");
+    checkWeatherArgs(call.function.arguments);
+    messages.push(choice.message);
+    messages.push({ role: "tool", tool_call_id: call.id, content: "-3 C, snow" });
+    const answer = await ac.chat.completions.create({ model: "tiny", messages, tools: [weatherTool],
+                                                     max_tokens: 6 });
+    assert.equal(typeof answer.choices[0].message.content, "string");
+    assert.ok(answer.usage.prompt_tokens > r.usage.prompt_tokens, "the history carries the call and its result");
+  });
+
+  test("streamed tool-call deltas, a named function", async () => {
+    const stream = await ac.chat.completions.create({
+      model: "tiny", messages: [{ role: "user", content: "Weather?" }], tools: [weatherTool], stream: true,
+      tool_choice: { type: "function", function: { name: "get_weather" } }, temperature: 1, seed: 8,
+      max_tokens: 120 });
+    const chunks = await collectStream(stream);
+    const deltas = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+    assert.ok(deltas.length >= 1, "a tool_calls delta");
+    assert.equal(deltas[0].index, 0);
+    assert.equal(deltas[0].function.name, "get_weather");
+    checkWeatherArgs(deltas.map((d) => d.function.arguments ?? "").join(""));
+    assert.equal(chunks.at(-1).choices[0].finish_reason, "tool_calls");
+  });
+
+  test("json_schema: the answer parses and follows the schema, for every choice", async () => {
+    const schema = { type: "object", additionalProperties: false, required: ["title", "year", "tags"],
+                     properties: { title: { type: "string", maxLength: 10 }, year: { type: "integer" },
+                                   tags: { type: "array", items: { type: "string", maxLength: 3 }, maxItems: 3 } } };
+    const r = await ac.chat.completions.create({
+      model: "tiny", messages: [{ role: "user", content: "A film as JSON" }], n: 2, temperature: 1, seed: 11,
+      max_tokens: 200, response_format: { type: "json_schema", json_schema: { name: "film", schema, strict: true } } });
+    assert.equal(r.choices.length, 2);
+    for (const c of r.choices) {
+      assert.equal(c.finish_reason, "stop");
+      const v = JSON.parse(c.message.content);
+      assert.deepEqual(Object.keys(v), ["title", "year", "tags"]);
+      assert.equal(typeof v.title, "string");
+      assert.ok(Number.isInteger(v.year));
+      assert.ok(Array.isArray(v.tags) && v.tags.length <= 3);
+      for (const t of v.tags) assert.equal(typeof t, "string");
+    }
+  });
+
+  test("logprobs come back in the client's types", async () => {
+    const r = await ac.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: "Hi" }],
+                                                logprobs: true, top_logprobs: 2, max_tokens: 3, temperature: 0,
+                                                ignore_eos: true });
+    const lp = r.choices[0].logprobs.content;
+    assert.equal(lp.length, 3);
+    for (const e of lp) {
+      assert.ok(e.logprob <= 0);
+      assert.equal(e.top_logprobs.length, 2);
+    }
+  });
+});
+
+describe("openai client: reasoning content (Qwen3.5's template)", () => {
+  test("thinking is reasoning_content, streamed as its own deltas; enable_thinking false turns it off", async () => {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    const thinking = await startServer(pack, ["--chat-template-file",
+                                              path.join(here, "..", "chat", "templates", "Qwen3.5-4B.jinja")]);
+    try {
+      const c = new OpenAI({ baseURL: `${thinking.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 120000 });
+      const ask = { model: "tiny", messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0,
+                    ignore_eos: true };
+      const r = await c.chat.completions.create(ask);
+      // A random model never closes the block the prompt opened: everything is reasoning.
+      assert.ok(r.choices[0].message.reasoning_content.length > 0);
+      assert.equal(r.choices[0].message.content, "");
+      const chunks = await collectStream(await c.chat.completions.create({ ...ask, stream: true }));
+      const reasoning = chunks.map((ch) => ch.choices[0]?.delta?.reasoning_content ?? "").join("");
+      assert.equal(reasoning, r.choices[0].message.reasoning_content);
+      const off = await c.chat.completions.create({ ...ask, chat_template_kwargs: { enable_thinking: false } });
+      assert.equal(off.choices[0].message.reasoning_content, undefined);
+      assert.ok(off.choices[0].message.content.length > 0);
+    } finally {
+      assert.equal(await thinking.stop(), 0);
     }
   });
 });
