@@ -56,9 +56,7 @@ const Setup* GetSetup() {
     auto tok = strata::testing::SharedTokenizer("tokenizer/ggml-vocab-qwen2.gguf");
     if (!tok.ok()) return static_cast<Setup*>(nullptr);
     auto* st = new Setup;
-    std::vector<std::string> bytes(static_cast<size_t>(tok->n_tokens()));
-    for (int32_t t = 0; t < tok->n_tokens(); ++t) bytes[static_cast<size_t>(t)] = tok->TokenToPiece(t, false);
-    st->trie = std::make_shared<const TokenTrie>(bytes);
+    st->trie = std::make_shared<const TokenTrie>(tok->TextPieces());
     st->doc = tok->Encode(kDocument, false, false);
     auto g = Grammar::Parse(kSchemaGrammar);
     if (!g.ok()) return static_cast<Setup*>(nullptr);

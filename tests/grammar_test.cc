@@ -133,6 +133,13 @@ TEST(Grammar, BadGrammarsAreRefusedWithWhereAndWhat) {
   auto big = Grammar::Parse("root ::= \"a\"{600} \"b\"{600}", small);
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.status().message().find("more than 1000 elements"), std::string::npos);
+  // The budget counts the UTF-8 byte-range alternatives of character classes too.
+  GrammarLimits tiny;
+  tiny.max_elements = 20;
+  auto wide = Grammar::Parse("root ::= [^a]", tiny);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("more than 20 elements"), std::string::npos);
+  EXPECT_TRUE(Grammar::Parse("root ::= [a-z]", tiny).ok());
   std::string deep = "root ::= " + std::string(100, '(') + "\"a\"" + std::string(100, ')');
   EXPECT_NE(ParseError(deep).find("nest deeper than 64"), std::string::npos);
 }
@@ -259,9 +266,7 @@ TEST(TokenMask, MatchesTheReferenceOnRandomVocabularies) {
 TEST(TokenMask, MatchesTheReferenceOnQwen2Vocabulary) {
   auto tok = strata::testing::SharedTokenizer("tokenizer/ggml-vocab-qwen2.gguf");
   if (!tok.ok()) GTEST_SKIP() << tok.status().message();
-  std::vector<std::string> bytes(static_cast<size_t>(tok->n_tokens()));
-  for (int32_t t = 0; t < tok->n_tokens(); ++t) bytes[static_cast<size_t>(t)] = tok->TokenToPiece(t, false);
-  auto trie = std::make_shared<const TokenTrie>(bytes);
+  auto trie = std::make_shared<const TokenTrie>(tok->TextPieces());
   auto g = MustParse(kJsonGrammar);
   ASSERT_TRUE(g);
   int ends = 0;

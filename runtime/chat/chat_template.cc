@@ -26,12 +26,12 @@ Result<ChatTemplate> ChatTemplate::FromPack(std::string_view source, std::string
   return t;
 }
 
-Result<ChatTemplate> ChatTemplate::FromVocab(const tokenizer::Vocab& vocab) {
+Result<ChatTemplate> ChatTemplate::FromVocab(const tokenizer::Vocab& vocab, std::optional<std::string_view> source) {
   auto text = [&](int32_t id) {
     return id >= 0 && static_cast<size_t>(id) < vocab.tokens.size() ? vocab.tokens[static_cast<size_t>(id)]
                                                                      : std::string();
   };
-  return FromPack(vocab.chat_template, text(vocab.special.bos), text(vocab.special.eos));
+  return FromPack(source.value_or(vocab.chat_template), text(vocab.special.bos), text(vocab.special.eos));
 }
 
 Result<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,

@@ -8,6 +8,7 @@
 // and callers say so.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,8 +46,10 @@ struct ChatTemplate {
   // when either fails.
   static Result<ChatTemplate> FromPack(std::string_view source, std::string bos_token = "",
                                        std::string eos_token = "");
-  // FromPack with the vocabulary's template and its BOS and EOS texts.
-  static Result<ChatTemplate> FromVocab(const tokenizer::Vocab& vocab);
+  // FromPack with the vocabulary's template (or `source` instead, when
+  // given: --chat-template-file) and its BOS and EOS texts.
+  static Result<ChatTemplate> FromVocab(const tokenizer::Vocab& vocab,
+                                        std::optional<std::string_view> source = std::nullopt);
   // The prompt for `messages`, ending with the assistant turn's opening when
   // add_generation_prompt. `extra` (an object or null) adds variables: tools,
   // enable_thinking and other chat_template_kwargs. Fails with the

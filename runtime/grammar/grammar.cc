@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "runtime/base/strings.h"
+#include "runtime/tokenizer/unicode.h"
 
 namespace strata::grammar {
 namespace {
@@ -29,26 +30,6 @@ struct CodeRange {
 };
 
 int Utf8Length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
-
-void EncodeUtf8(uint32_t cp, uint8_t* out) {
-  switch (Utf8Length(cp)) {
-    case 1: out[0] = static_cast<uint8_t>(cp); break;
-    case 2:
-      out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-      out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    case 3:
-      out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-      break;
-    default:
-      out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-      out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-      out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-      out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Splits a range of code points of one encoded length into ranges whose
 // UTF-8 encodings are byte-wise ranges: [lo, hi] such that byte i of every
@@ -97,7 +78,7 @@ class GrammarBuilder {
     if (s_.size() > limits_.max_text_bytes)
       return InvalidArgument(StrFormat("the grammar is %zu bytes; at most %zu are accepted", s_.size(),
                                        limits_.max_text_bytes));
-    if (!ParseRules()) return InvalidArgument(error_);
+    if (!ParseRules() || !error_.empty()) return InvalidArgument(error_);
     return Build();
   }
 
@@ -260,18 +241,18 @@ class GrammarBuilder {
     Alts alts;
     if (any_ascii) alts.push_back({{false, SetId(ascii)}});
     for (CodeRange r : split) {
-      uint8_t lo[4], hi[4];
-      EncodeUtf8(r.lo, lo);
-      EncodeUtf8(r.hi, hi);
+      std::string lo, hi;  // of one length: SplitUtf8 keeps a range within one
+      tokenizer::AppendUtf8(r.lo, &lo);
+      tokenizer::AppendUtf8(r.hi, &hi);
       Seq seq;
-      for (int k = 0; k < Utf8Length(r.lo); ++k) {
+      for (size_t k = 0; k < lo.size(); ++k) {
         ByteSet set{};
-        AddByteRange(set, lo[k], hi[k]);
+        AddByteRange(set, static_cast<uint8_t>(lo[k]), static_cast<uint8_t>(hi[k]));
         seq.push_back({false, SetId(set)});
       }
       alts.push_back(std::move(seq));
     }
-    (void)Count(alts.size() * 5);
+    (void)Count(alts.size() * 5);  // past the budget: error_ is set, and the parse ends with it
     return {true, AuxRule("chars", std::move(alts))};
   }
 
@@ -319,7 +300,7 @@ class GrammarBuilder {
     }
     if (clean.empty()) return Fail("the character class matches nothing");
     *out = CodePoints(std::move(clean));
-    return true;
+    return error_.empty();
   }
 
   // x{n,m} and friends over one symbol; m = UINT32_MAX: unbounded.
@@ -373,18 +354,11 @@ class GrammarBuilder {
         ++i_;
         while (Peek() != '"') {
           if (AtEnd()) return Fail("unterminated literal: expected '\"'");
-          if (Peek() == '\\') {
-            uint32_t cp;
-            if (!ParseChar(&cp)) return false;
-            uint8_t bytes[4];
-            EncodeUtf8(cp, bytes);
-            for (int k = 0; k < Utf8Length(cp); ++k) seq->push_back(ByteSym(bytes[k]));
-          } else {
-            const size_t b = i_;
-            uint32_t cp;
-            if (!ParseChar(&cp)) return false;  // checks the UTF-8
-            for (size_t k = b; k < i_; ++k) seq->push_back(ByteSym(static_cast<uint8_t>(s_[k])));
-          }
+          uint32_t cp;  // an escape, or a character of the text (its UTF-8 checked)
+          if (!ParseChar(&cp)) return false;
+          std::string bytes;
+          tokenizer::AppendUtf8(cp, &bytes);
+          for (char b : bytes) seq->push_back(ByteSym(static_cast<uint8_t>(b)));
         }
         ++i_;
         if (!Count(seq->size() - item_begin)) return false;
@@ -397,6 +371,7 @@ class GrammarBuilder {
       } else if (c == '.') {
         ++i_;
         if (!any_) any_ = CodePoints({{0, 0xD7FF}, {0xE000, 0x10FFFF}});
+        if (!error_.empty()) return false;
         seq->push_back(*any_);
       } else if (c == '(') {
         if (depth >= limits_.max_nesting) return Fail(StrFormat("groups nest deeper than %d", limits_.max_nesting));
@@ -535,7 +510,7 @@ class GrammarBuilder {
     }
     for (size_t r = 0; r < n; ++r)
       if (reach[r] && !productive[r])
-        return InvalidArgument("grammar: rule '" + UserName(static_cast<uint32_t>(r)) +
+        return InvalidArgument("grammar: rule '" + names_[r] +
                                "' can never finish (every alternative needs itself again)");
     // Left recursion: a rule reaching itself through rules that can match nothing.
     std::vector<std::vector<uint32_t>> left(n);
@@ -560,7 +535,7 @@ class GrammarBuilder {
         }
         uint32_t next = left[r][k++];
         if (color[next] == 1)
-          return InvalidArgument("grammar: rule '" + UserName(next) +
+          return InvalidArgument("grammar: rule '" + names_[next] +
                                  "' is left-recursive (it can reach itself before reading any text); rewrite it "
                                  "with repetition, e.g. x ::= y (\",\" y)*");
         if (color[next] == 0) {
@@ -583,9 +558,6 @@ class GrammarBuilder {
     g->root_ = root_;
     return std::shared_ptr<const Grammar>(std::move(g));
   }
-
-  // The name a user wrote, for helper rules the user's name nearest.
-  std::string UserName(uint32_t r) const { return names_[r]; }
 
   std::string_view s_;
   GrammarLimits limits_;
@@ -657,6 +629,15 @@ bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte,
   return !out->empty();
 }
 
+bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes) {
+  std::vector<Stack> next;
+  for (char c : bytes) {
+    if (!AdvanceStacks(g, *stacks, static_cast<uint8_t>(c), &next, kMaxStacks)) return false;
+    stacks->swap(next);
+  }
+  return true;
+}
+
 // --- Matcher --------------------------------------------------------------------
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
@@ -668,11 +649,8 @@ Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
 }
 
 bool Matcher::Accept(std::string_view bytes) {
-  std::vector<Stack> cur = stacks_, next;
-  for (char c : bytes) {
-    if (!AdvanceStacks(*g_, cur, static_cast<uint8_t>(c), &next, kMaxStacks)) return false;
-    cur.swap(next);
-  }
+  std::vector<Stack> cur = stacks_;
+  if (!ReadBytes(*g_, &cur, bytes)) return false;
   stacks_ = std::move(cur);
   return true;
 }

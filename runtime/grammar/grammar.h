@@ -96,6 +96,10 @@ void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t lim
 bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte, std::vector<Stack>* out,
                    size_t limit);
 
+// Reads `bytes` from `stacks` (AdvanceStacks byte by byte). Returns false
+// as soon as no stack survives; `stacks` then holds no meaning.
+bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes);
+
 // Where a text stands in a grammar: the set of parse stacks that read it.
 // A stack is a list of element positions (return points, then the current
 // terminal on top); an empty stack means the text may end here.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "runtime/base/strings.h"
+#include "runtime/tokenizer/unicode.h"
 
 namespace strata::grammar {
 namespace {
@@ -106,44 +107,10 @@ std::string Step(std::string_view key) {
 
 std::string Index(size_t i) { return "[" + std::to_string(i) + "]"; }
 
-std::string Utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
-// Code points of valid UTF-8 (what nlohmann's dump writes with the replace handler).
-std::vector<uint32_t> CodePoints(std::string_view s) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    const int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1Fu) : n == 3 ? (b & 0x0Fu) : (b & 0x07u);
-    for (int k = 1; k < n && i + static_cast<size_t>(k) < s.size(); ++k)
-      cp = (cp << 6) | (static_cast<uint8_t>(s[i + static_cast<size_t>(k)]) & 0x3Fu);
-    out.push_back(cp);
-    i += static_cast<size_t>(n);
-  }
-  return out;
-}
-
 // One code point inside a character class.
 std::string ClassChar(uint32_t cp) {
-  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')) return Utf8(cp);
+  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9'))
+    return std::string(1, static_cast<char>(cp));
   if (cp < 0x80) return StrFormat("\\x%02X", static_cast<unsigned>(cp));
   if (cp < 0x10000) return StrFormat("\\u%04X", static_cast<unsigned>(cp));
   return StrFormat("\\U%08X", static_cast<unsigned>(cp));
@@ -227,7 +194,7 @@ struct KeyTrie {
   std::vector<Node> nodes = std::vector<Node>(1);
   void Add(std::string_view encoded) {
     size_t n = 0;
-    for (uint32_t cp : CodePoints(encoded)) {
+    for (uint32_t cp : tokenizer::DecodeUtf8(encoded)) {  // valid: nlohmann writes it
       auto it = nodes[n].next.find(cp);
       if (it == nodes[n].next.end()) {
         nodes.emplace_back();
@@ -653,7 +620,9 @@ class SchemaVisitor {
     std::string taken;
     for (const auto& [cp, child] : nd.next) {
       const int child_ctx = ctx == 0 ? (cp == '\\' ? -1 : 0) : ctx == -1 ? (cp == 'u' ? 4 : 0) : ctx - 1;
-      alts.push_back(Seq({GbnfLiteral(Utf8(cp)), NotKey(t, child, child_ctx, depth + 1, hint)}));
+      std::string bytes;
+      tokenizer::AppendUtf8(cp, &bytes);
+      alts.push_back(Seq({GbnfLiteral(bytes), NotKey(t, child, child_ctx, depth + 1, hint)}));
       if (cp != '\\') taken += ClassChar(cp);
     }
     auto untaken = [&](std::string_view set) {

@@ -14,16 +14,6 @@ double MsSince(Clock::time_point t0) {
 
 constexpr size_t kMaxTokenBytes = 4096;  // longer tokens are never allowed (no vocabulary has them)
 
-// Reads `bytes` from the single stack `s`.
-bool StackReads(const Grammar& g, const Stack& s, std::string_view bytes) {
-  std::vector<Stack> cur{s}, next;
-  for (char c : bytes) {
-    if (!AdvanceStacks(g, cur, static_cast<uint8_t>(c), &next, kMaxStacks)) return false;
-    cur.swap(next);
-  }
-  return true;
-}
-
 }  // namespace
 
 TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes)
@@ -210,8 +200,10 @@ bool TokenMasker::Allows(const Matcher& m, int32_t t) const {
   if (t < 0 || t >= trie_->n_tokens()) return false;
   const std::string& b = trie_->bytes(t);
   if (b.empty() || b.size() > kMaxTokenBytes) return false;
-  for (const Stack& s : m.stacks())
-    if (!s.empty() && StackReads(*g_, s, b)) return true;
+  for (const Stack& s : m.stacks()) {  // one stack at a time, as Compute judges them
+    std::vector<Stack> one{s};
+    if (!s.empty() && ReadBytes(*g_, &one, b)) return true;
+  }
   return false;
 }
 

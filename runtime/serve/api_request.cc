@@ -222,7 +222,7 @@ std::optional<ApiError> ParseToolFields(const json& m, const std::string& role, 
             return BadRequest("'" + cw + ".function.arguments' must be a JSON object (as text)", cw + ".function.arguments",
                               "invalid_value");
         } else if (a->is_object()) {
-          args = nlohmann::ordered_json::parse(a->dump());
+          args = *a;
         } else {
           return WrongType(cw + ".function.arguments", "a JSON object as text", *a);
         }
@@ -266,7 +266,7 @@ std::optional<ApiError> ParseTools(const json& j, ApiRequest* out) {
         return WrongType(tw + ".function.description", "a string", *d);
       if (const json* p = Field(*fn, "parameters"); p && !p->is_null() && !p->is_object())
         return WrongType(tw + ".function.parameters", "a JSON Schema object", *p);
-      out->tools.push_back(nlohmann::ordered_json::parse(t.dump()));
+      out->tools.push_back(t);
     }
   }
   if (const json* tc = Field(j, "tool_choice"); tc && !tc->is_null()) {
@@ -311,7 +311,7 @@ std::optional<ApiError> ParseConstraint(const json& j, ApiRequest* out) {
     const std::string type = t && t->is_string() ? t->get<std::string>() : "";
     if (type == "json_object") {
       if (const json* schema = Field(*rf, "schema"); schema && !schema->is_null()) {  // llama-server's form
-        out->json_schema = nlohmann::ordered_json::parse(schema->dump());
+        out->json_schema = *schema;
         out->constraint = ApiRequest::Constraint::kJsonSchema;
       } else {
         out->constraint = ApiRequest::Constraint::kJsonObject;
@@ -323,7 +323,7 @@ std::optional<ApiError> ParseConstraint(const json& j, ApiRequest* out) {
       if (!schema || !(schema->is_object() || schema->is_boolean()))
         return BadRequest("'response_format.json_schema.schema' is required: the JSON Schema the answer must follow",
                           "response_format", "missing_field");
-      out->json_schema = nlohmann::ordered_json::parse(schema->dump());
+      out->json_schema = *schema;
       out->constraint = ApiRequest::Constraint::kJsonSchema;
       given.push_back("response_format");
     } else if (type != "text") {
@@ -339,7 +339,7 @@ std::optional<ApiError> ParseConstraint(const json& j, ApiRequest* out) {
   }
   if (const json* js = Field(j, "json_schema"); js && !js->is_null()) {  // llama-server's top-level form
     if (!js->is_object() && !js->is_boolean()) return WrongType("json_schema", "a JSON Schema object", *js);
-    out->json_schema = nlohmann::ordered_json::parse(js->dump());
+    out->json_schema = *js;
     out->constraint = ApiRequest::Constraint::kJsonSchema;
     given.push_back("json_schema");
   }
@@ -578,7 +578,7 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
             it.key() == "bos_token" || it.key() == "eos_token")
           return BadRequest("'chat_template_kwargs." + it.key() + "' is set by the server", "chat_template_kwargs",
                             "invalid_value");
-        out->template_kwargs[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
+        out->template_kwargs[it.key()] = it.value();
       }
     }
     if (const json* rf = Field(j, "reasoning_format"); rf && !rf->is_null()) {

@@ -49,8 +49,8 @@ void Job::Append(const std::string& text, std::vector<TokenLogprob>* logprobs) {
     }
     news_ = true;
     cv_.notify_all();
+    Notify();
   }
-  if (request_.signal) request_.signal->Notify();
 }
 
 void Job::Finish(FinishReason reason, const JobStats& stats) {

@@ -521,46 +521,52 @@ void Scheduler::StartFollowers(Slot& leader, std::span<const float> logits, Cloc
   }
 }
 
-// The next token: sampled freely, then checked against the grammar (if
-// any); only a token the grammar refuses makes it compute the whole mask and
-// sample again among what it allows. Returns -1 after finishing the slot.
-int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits) {
+// The next token: sampled freely, then read by the grammar (if any); only a
+// token the grammar refuses makes it compute the whole mask and sample
+// again among what it allows. *piece: the token's text. Returns -1 after
+// finishing the slot.
+int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits, std::string* piece) {
   const GenerationRequest& r = s.job->request();
-  if (!s.matcher || !s.grammar_on) return s.sampler->Sample(logits, s.generated);
-  if (s.matcher->MustEnd()) {  // the grammar is complete: the answer is
+  const bool constrained = s.matcher && s.grammar_on;
+  if (constrained && s.matcher->MustEnd()) {  // the grammar is complete: the answer is
     FinishSlot(s, FinishReason::kStop, nullptr);
     return -1;
   }
-  grammar::TokenMasker& masker = *r.grammar;
   const auto t0 = Clock::now();
   int32_t id = s.sampler->Sample(logits, s.generated);
-  const bool ok = id >= 0 && (tok_.IsEog(id) ? s.matcher->CanEnd() : masker.Allows(*s.matcher, id));
+  *piece = tok_.TokenToPiece(id, false);
+  if (!constrained) return id;
+  // Accept reads the token (and leaves the matcher as it was when it cannot);
+  // a token without text (a control token) is never grammar text.
+  const bool ok = tok_.IsEog(id) ? s.matcher->CanEnd() : !piece->empty() && s.matcher->Accept(*piece);
   if (!ok) {
-    masker.Compute(*s.matcher, &s.mask);
+    r.grammar->Compute(*s.matcher, &s.mask);
     s.mask.resize((logits.size() + 63) / 64, 0);  // ids past the tokenizer's are never allowed
     if (s.matcher->CanEnd())
       for (int32_t e : eog_ids_) s.mask[static_cast<size_t>(e) >> 6] |= uint64_t{1} << (e & 63);
     id = s.sampler->Sample(logits, s.generated, s.mask.data());
+    if (id >= 0) {
+      *piece = tok_.TokenToPiece(id, false);
+      if (!tok_.IsEog(id)) (void)s.matcher->Accept(*piece);  // in the mask: it reads
+    }
   }
   s.stats.grammar_ms += MsSince(t0, Clock::now());
   if (id < 0) {
     ApiError e = ServerError("the grammar allows no token of this vocabulary here, and the text so far cannot end");
     FinishSlot(s, FinishReason::kNone, &e);
-    return -1;
   }
-  if (!tok_.IsEog(id)) (void)s.matcher->Accept(tok_.TokenToPiece(id, false));
   return id;
 }
 
 void Scheduler::Emit(Slot& s, std::span<const float> logits) {
   const GenerationRequest& r = s.job->request();
-  const int32_t id = SampleToken(s, logits);
+  std::string piece;
+  const int32_t id = SampleToken(s, logits, &piece);
   if (id < 0) return;
   s.generated.push_back(id);
   const bool eog = !r.ignore_eog && tok_.IsEog(id);
   bool hit = false;
   if (!eog) {
-    const std::string piece = tok_.TokenToPiece(id, false);
     if (r.top_logprobs >= 0) {
       const float lse = Sampler::LogSumExp(logits);
       TokenLogprob lp;

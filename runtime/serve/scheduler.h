@@ -137,7 +137,7 @@ class Scheduler {
   void AdmitLocked();
   void Admit(Slot& slot, std::shared_ptr<Job> job, Slot* leader);
   void StartFollowers(Slot& leader, std::span<const float> logits, std::chrono::steady_clock::time_point t1);
-  int32_t SampleToken(Slot& slot, std::span<const float> logits);
+  int32_t SampleToken(Slot& slot, std::span<const float> logits, std::string* piece);
   void Step();
   // Ends every running request with a 500 (the exception barrier of Loop).
   void FailRunning(const std::string& what) noexcept;

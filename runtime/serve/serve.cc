@@ -112,21 +112,17 @@ Result<ServingParts> LoadForServing(const ServeOptions& o) {
   STRATA_ASSIGN_OR_RETURN(auto vocab, VocabFromManifest(*pack.manifest().tokenizer(), pack.path()));
   STRATA_ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::Create(vocab));
   parts.tok.emplace(std::move(tok));
-  Result<ChatTemplate> tmpl = ChatTemplate::FromVocab(parts.tok->vocab());
   parts.template_source = parts.tok->vocab().chat_template;
   if (!o.chat_template_file.empty()) {
     std::ifstream in(o.chat_template_file, std::ios::binary);
     if (!in) return IoError("--chat-template-file " + o.chat_template_file + ": cannot open it");
-    std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (source.size() > (1u << 20))
+    parts.template_source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (parts.template_source.size() > (1u << 20))
       return InvalidArgument("--chat-template-file " + o.chat_template_file + ": larger than 1 MiB");
-    const tokenizer::Vocab& v = parts.tok->vocab();
-    auto text = [&](int32_t id) {
-      return id >= 0 && static_cast<size_t>(id) < v.tokens.size() ? v.tokens[static_cast<size_t>(id)] : std::string();
-    };
-    tmpl = ChatTemplate::FromPack(source, text(v.special.bos), text(v.special.eos));
+  }
+  Result<ChatTemplate> tmpl = ChatTemplate::FromVocab(parts.tok->vocab(), parts.template_source);
+  if (!o.chat_template_file.empty()) {
     if (!tmpl.ok()) return tmpl.status().WithContext("--chat-template-file " + o.chat_template_file);
-    parts.template_source = std::move(source);
     std::fprintf(stderr, "strata serve: chats are rendered with %s\n", o.chat_template_file.c_str());
   }
   if (!tmpl.ok())
@@ -213,9 +209,7 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
                    std::chrono::system_clock::now().time_since_epoch()).count();
   for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
   sm.tool_format = ToolCallFormatOf(parts.template_source);
-  std::vector<std::string> bytes(static_cast<size_t>(parts.tok->n_tokens()));
-  for (int32_t t = 0; t < parts.tok->n_tokens(); ++t) bytes[static_cast<size_t>(t)] = parts.tok->TokenToPiece(t, false);
-  sm.trie = std::make_shared<const grammar::TokenTrie>(bytes);
+  sm.trie = std::make_shared<const grammar::TokenTrie>(parts.tok->TextPieces());
   return sm;
 }
 

@@ -128,6 +128,12 @@ std::string Tokenizer::TokenToPiece(int32_t id, bool special) const {
   return d.pieces[static_cast<size_t>(id)];
 }
 
+std::vector<std::string> Tokenizer::TextPieces() const {
+  std::vector<std::string> out(static_cast<size_t>(n_tokens()));
+  for (int32_t id = 0; id < n_tokens(); ++id) out[static_cast<size_t>(id)] = TokenToPiece(id, false);
+  return out;
+}
+
 std::string Tokenizer::Decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   const TokenizerData& d = *data_;
   const Vocab& v = d.vocab;

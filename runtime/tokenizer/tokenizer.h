@@ -52,6 +52,9 @@ class Tokenizer {
   // llama_token_to_piece(id, lstrip = 0, special). With special = false,
   // CONTROL and UNKNOWN tokens give "". An id out of range gives "".
   std::string TokenToPiece(int32_t id, bool special) const;
+  // TokenToPiece(id, false) of every id: what each token writes as text
+  // (constrained sampling's vocabulary trie).
+  std::vector<std::string> TextPieces() const;
 
   // llama_detokenize(ids, remove_special, unparse_special). Ids out of range
   // contribute nothing.
