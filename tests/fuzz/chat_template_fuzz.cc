@@ -10,14 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/base/compiler.h"
 #include "runtime/chat/jinja.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) STRATA_TRAP();
-}
+using strata::fuzz::Check;
 
 const nlohmann::ordered_json& Context() {
   static const nlohmann::ordered_json ctx = nlohmann::ordered_json::parse(R"({

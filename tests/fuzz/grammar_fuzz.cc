@@ -16,16 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/base/compiler.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/json_schema.h"
 #include "runtime/grammar/token_mask.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) STRATA_TRAP();
-}
+using strata::fuzz::Check;
 
 const std::shared_ptr<const strata::grammar::TokenTrie>& Trie() {
   static const auto trie = std::make_shared<const strata::grammar::TokenTrie>(std::vector<std::string>{

@@ -8,16 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/base/compiler.h"
 #include "runtime/serve/http_server.h"
+#include "tests/fuzz/fuzz_check.h"
 
-namespace {
-
-void Check(bool ok) {
-  if (!ok) STRATA_TRAP();
-}
-
-}  // namespace
+using strata::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::serve;

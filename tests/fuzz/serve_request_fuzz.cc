@@ -10,19 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/base/compiler.h"
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/reasoning.h"
 #include "runtime/serve/tool_calls.h"
 #include "runtime/serve/utf8_stream.h"
+#include "tests/fuzz/fuzz_check.h"
 
-namespace {
-
-void Check(bool ok) {
-  if (!ok) STRATA_TRAP();
-}
-
-}  // namespace
+using strata::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::serve;
