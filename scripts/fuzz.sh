@@ -59,6 +59,7 @@ summary=()
 for name in "${targets[@]}"; do
   bin="$BUILD_DIR/tests/$name"
   [[ -x "$bin" ]] || { echo "fuzz: $bin missing (configure with -DSTRATA_FUZZ=ON)"; exit 1; }
+  [[ -s "tests/fuzz/dict/$name.dict" ]] || { echo "fuzz: tests/fuzz/dict/$name.dict missing (every target has one)"; exit 1; }
   corpus="$BUILD_DIR/fuzz-corpus/$name"
   findings="$BUILD_DIR/fuzz-findings/$name"
   log="$BUILD_DIR/fuzz-logs/$name.log"
