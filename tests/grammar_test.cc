@@ -155,6 +155,21 @@ TEST(Grammar, AFailedAcceptLeavesTheMatcherAsItWas) {
   EXPECT_TRUE(m.MustEnd());
 }
 
+TEST(Grammar, TooAmbiguousGrammarsAreReportedInsteadOfFollowedForever) {
+  // x+++...: every byte can close any number of the nested loops, so the
+  // parse stacks multiply; following them hits a limit in milliseconds.
+  auto g = MustParse("root ::= [a-z]" + std::string(40, '+'));
+  Matcher m(g);
+  for (int i = 0; i < 8 && !m.overflowed(); ++i) ASSERT_TRUE(m.Accept("a") || m.overflowed());
+  EXPECT_TRUE(m.overflowed());
+  EXPECT_LE(m.stacks().size(), kMaxStacks);
+  // A plain grammar never comes near the limits.
+  auto plain = MustParse("root ::= [a-z]+");
+  Matcher p(plain);
+  EXPECT_TRUE(p.Accept("abcdefgh"));
+  EXPECT_FALSE(p.overflowed());
+}
+
 // --- the token mask -------------------------------------------------------------
 
 std::vector<uint64_t> ReferenceMask(const TokenMasker& masker, const Matcher& m) {
@@ -186,6 +201,7 @@ void RandomWalk(const std::shared_ptr<const Grammar>& g, const std::shared_ptr<c
   std::vector<uint64_t> mask;
   for (int step = 0; step < steps; ++step) {
     masker.Compute(m, &mask);
+    ASSERT_FALSE(masker.overflowed());
     const std::vector<uint64_t> ref = ReferenceMask(masker, m);
     ASSERT_EQ(mask.size(), ref.size());
     for (int32_t t = 0; t < trie->n_tokens(); ++t)

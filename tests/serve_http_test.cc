@@ -783,6 +783,16 @@ TEST_F(ServeHttpTest, ConstrainedOutputAlwaysFollowsTheSchemaOrGrammar) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("'item' is used but never defined"), std::string::npos) << bad->body;
   EXPECT_NE(bad->body.find("invalid_grammar"), std::string::npos) << bad->body;
+  // A grammar too ambiguous to follow ends its request with a 400 instead of stalling the server.
+  json ambiguous = {{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"max_tokens", 16},
+                    {"grammar", "root ::= [a-z]" + std::string(40, '+')}};
+  auto amb = Post("/v1/chat/completions", ambiguous.dump());
+  ASSERT_TRUE(amb);
+  EXPECT_EQ(amb->status, 400) << amb->body;
+  EXPECT_NE(amb->body.find("too ambiguous"), std::string::npos) << amb->body;
+  auto after = Post("/v1/chat/completions", ChatBody("Yes or no?", R"("grammar":"root ::= \"ok\"")"));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(json::parse(after->body)["choices"][0]["message"]["content"], "ok");
   auto unsupported = Post("/v1/chat/completions",
                           ChatBody("x", R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"age":{"type":"integer","minimum":0}}}}})"));
   ASSERT_TRUE(unsupported);

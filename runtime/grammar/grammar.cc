@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/base/strings.h"
 #include "runtime/tokenizer/unicode.h"
@@ -581,11 +582,36 @@ Result<std::shared_ptr<const Grammar>> Grammar::Parse(std::string_view gbnf, con
 
 // --- stacks -------------------------------------------------------------------
 
-void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit, size_t* budget) {
+namespace {
+
+// One expansion (of the start, or after one byte): the stacks found, and the
+// intermediate stacks already followed. An ambiguous grammar ((x+)+, many
+// nullable alternatives in a row) reaches the same stack by many paths;
+// following each once keeps the work polynomial. The step budget bounds it
+// further: past it the remaining paths are dropped, which can only refuse text.
+struct Expansion {
+  Expansion(std::vector<Stack>* o, size_t l) : out(o), limit(l) {}
+  std::vector<Stack>* out;
+  size_t limit;
+  size_t budget = kMaxExpansionSteps;
+  bool overflow = false;
+  std::unordered_set<std::string> followed, found;
+};
+
+std::string KeyOf(const Stack& s) {
+  return std::string(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(uint32_t));
+}
+
+// Follows `s` through rule references and finished alternatives until its
+// top is a terminal (or it is empty), adding each resulting stack once.
+void Expand(const Grammar& g, Stack s, Expansion& x) {
   const auto& el = g.elements();
   while (true) {
-    if (*budget == 0) return;  // an ambiguous grammar: the rest of the paths are dropped
-    --*budget;
+    if (x.budget == 0) {
+      x.overflow = true;
+      return;
+    }
+    --x.budget;
     if (s.empty()) break;
     const uint32_t p = s.back();
     const Element e = el[p];
@@ -600,39 +626,51 @@ void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t lim
     } else {
       s.back() = p + 1;
     }
+    s.push_back(e.arg);  // the key: this stack, about to enter rule e.arg
+    const bool first = x.followed.insert(KeyOf(s)).second;
+    s.pop_back();
+    if (!first) return;
     const auto& alts = g.rules()[e.arg];
     for (size_t k = 0; k + 1 < alts.size(); ++k) {
       Stack copy = s;
       copy.push_back(alts[k]);
-      ExpandStack(g, copy, out, limit, budget);
+      Expand(g, std::move(copy), x);
     }
     s.push_back(alts.back());
   }
-  if (out->size() >= limit) return;
-  for (const Stack& o : *out)
-    if (o == s) return;
-  out->push_back(std::move(s));
+  if (!x.found.insert(KeyOf(s)).second) return;
+  if (x.out->size() >= x.limit) {
+    x.overflow = true;
+    return;
+  }
+  x.out->push_back(std::move(s));
 }
 
+}  // namespace
+
 bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte, std::vector<Stack>* out,
-                   size_t limit) {
+                   size_t limit, ExpansionStats* stats) {
   out->clear();
-  size_t budget = kMaxExpansionSteps;
+  Expansion x{out, limit};
   for (const Stack& s : in) {
     if (s.empty()) continue;
     const uint32_t p = s.back();
     if (!g.InSet(g.elements()[p].arg, byte)) continue;
     Stack next = s;
     next.back() = p + 1;
-    ExpandStack(g, next, out, limit, &budget);
+    Expand(g, std::move(next), x);
+  }
+  if (stats) {
+    stats->overflow |= x.overflow;
+    stats->steps += kMaxExpansionSteps - x.budget;
   }
   return !out->empty();
 }
 
-bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes) {
+bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes, ExpansionStats* stats) {
   std::vector<Stack> next;
   for (char c : bytes) {
-    if (!AdvanceStacks(g, *stacks, static_cast<uint8_t>(c), &next, kMaxStacks)) return false;
+    if (!AdvanceStacks(g, *stacks, static_cast<uint8_t>(c), &next, kMaxStacks, stats)) return false;
     stacks->swap(next);
   }
   return true;
@@ -641,16 +679,14 @@ bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view by
 // --- Matcher --------------------------------------------------------------------
 
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
-  size_t budget = kMaxExpansionSteps;
-  for (uint32_t a : g_->rules()[g_->root()]) {
-    Stack s{a};
-    ExpandStack(*g_, s, &stacks_, kMaxStacks, &budget);
-  }
+  Expansion x{&stacks_, kMaxStacks};
+  for (uint32_t a : g_->rules()[g_->root()]) Expand(*g_, Stack{a}, x);
+  stats_.overflow = x.overflow;
 }
 
 bool Matcher::Accept(std::string_view bytes) {
   std::vector<Stack> cur = stacks_;
-  if (!ReadBytes(*g_, &cur, bytes)) return false;
+  if (!ReadBytes(*g_, &cur, bytes, &stats_)) return false;
   stacks_ = std::move(cur);
   return true;
 }

@@ -82,23 +82,31 @@ class Grammar {
 using Stack = std::vector<uint32_t>;
 // Parse stacks a Matcher keeps at most (an ambiguous grammar can multiply
 // them); beyond, the surplus is dropped, which can only refuse text.
-inline constexpr size_t kMaxStacks = 1024;
-// Steps one byte's expansion may take: a grammar whose paths multiply (many
-// nullable alternatives in a row) has the rest dropped instead of taking
-// exponential time; like the stack limit, this can only refuse text.
-inline constexpr size_t kMaxExpansionSteps = 1 << 16;
+inline constexpr size_t kMaxStacks = 128;
+// Steps one byte's expansion may take. Expansion follows each intermediate
+// stack once, however many paths of an ambiguous grammar reach it; past
+// this budget the rest are dropped: like the stack limit, that can only
+// refuse text, never accept it.
+inline constexpr size_t kMaxExpansionSteps = 1 << 12;
 
-// Follows `s` through rule references and finished alternatives until its
-// top is a terminal (or it is empty), adding each resulting stack to `out`
-// (once; at most `limit` in all), taking at most *budget steps. Consumes `s`.
-void ExpandStack(const Grammar& g, Stack& s, std::vector<Stack>* out, size_t limit, size_t* budget);
-// The stacks after reading `byte` from `in`; false when none survives.
+// What expansions cost, and whether one hit a limit (kMaxStacks stacks or
+// kMaxExpansionSteps steps for one byte): then paths were dropped, and a
+// caller that must not disagree with itself treats the grammar as too
+// ambiguous to enforce.
+struct ExpansionStats {
+  bool overflow = false;
+  uint64_t steps = 0;
+};
+
+// The stacks after reading `byte` from `in`, each followed through rule
+// references and finished alternatives until its top is a terminal (or it
+// is empty: the text may end), once each, at most `limit`; false when none
+// survives.
 bool AdvanceStacks(const Grammar& g, const std::vector<Stack>& in, uint8_t byte, std::vector<Stack>* out,
-                   size_t limit);
-
+                   size_t limit, ExpansionStats* stats = nullptr);
 // Reads `bytes` from `stacks` (AdvanceStacks byte by byte). Returns false
 // as soon as no stack survives; `stacks` then holds no meaning.
-bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes);
+bool ReadBytes(const Grammar& g, std::vector<Stack>* stacks, std::string_view bytes, ExpansionStats* stats = nullptr);
 
 // Where a text stands in a grammar: the set of parse stacks that read it.
 // A stack is a list of element positions (return points, then the current
@@ -114,6 +122,9 @@ class Matcher {
   bool CanEnd() const;
   // Only ending is possible (no byte can follow).
   bool MustEnd() const;
+  // An expansion hit a limit: the grammar is too ambiguous to enforce
+  // (the server ends the request with an error).
+  bool overflowed() const { return stats_.overflow; }
   const Grammar& grammar() const { return *g_; }
 
   const std::vector<Stack>& stacks() const { return stacks_; }
@@ -122,6 +133,7 @@ class Matcher {
   friend class TokenMask;
   std::shared_ptr<const Grammar> g_;
   std::vector<Stack> stacks_;
+  ExpansionStats stats_;
 };
 
 }  // namespace strata::grammar

@@ -77,9 +77,11 @@ int32_t TokenMasker::Intern(std::vector<Stack>& stacks) {
 int32_t TokenMasker::Next(int32_t set, uint8_t byte) {
   int32_t n = sets_[static_cast<size_t>(set)].next[byte];
   if (n != kUnknown) return n;
-  n = AdvanceStacks(*g_, sets_[static_cast<size_t>(set)].stacks, byte, &scratch_, kMaxStacks) ? Intern(scratch_)
+  n = AdvanceStacks(*g_, sets_[static_cast<size_t>(set)].stacks, byte, &scratch_, kMaxStacks, &expansion_)
+          ? Intern(scratch_)
                                                                                               : kDead;
   sets_[static_cast<size_t>(set)].next[byte] = n;
+  if (expansion_.steps - mask_start_steps_ > kMaxMaskSteps) expansion_.overflow = true;
   return n;
 }
 
@@ -98,7 +100,7 @@ void TokenMasker::Walk(const Stack& key, bool whole, Entry* e) {
   levels_[0] = Intern(scratch_);
   auto accept = [&](int32_t t) { e->accepted[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63); };
   size_t i = 0;
-  while (i < nodes.size()) {
+  while (i < nodes.size() && !expansion_.overflow) {
     const TokenTrie::Node& n = nodes[i];
     const size_t d = n.depth;
     const int32_t set = Next(levels_[d - 1], n.byte);
@@ -143,6 +145,7 @@ const TokenMasker::Entry& TokenMasker::Lookup(const Stack& s) {
 
 void TokenMasker::Compute(const Matcher& m, std::vector<uint64_t>* allowed) {
   const auto t0 = Clock::now();
+  mask_start_steps_ = expansion_.steps;
   if (cache_.size() >= kMaxKeys) cache_.clear();
   if (sets_.size() >= kMaxSets) {
     sets_.clear();
@@ -173,6 +176,7 @@ void TokenMasker::CheckUncertain(const Stack& s, const std::vector<int32_t>& tok
   size_t have = 0;          // levels_[0..have] hold the sets after prev's first `have` bytes
   size_t dead = SIZE_MAX;   // prev's first `dead` bytes are refused
   for (int32_t t : tokens) {
+    if (expansion_.overflow) return;
     const uint64_t bit = uint64_t{1} << (t & 63);
     if (bits[t >> 6] & bit) continue;
     ++stats_.uncertain_checked;
@@ -202,7 +206,7 @@ bool TokenMasker::Allows(const Matcher& m, int32_t t) const {
   if (b.empty() || b.size() > kMaxTokenBytes) return false;
   for (const Stack& s : m.stacks()) {  // one stack at a time, as Compute judges them
     std::vector<Stack> one{s};
-    if (!s.empty() && ReadBytes(*g_, &one, b)) return true;
+    if (!s.empty() && ReadBytes(*g_, &one, b, &expansion_)) return true;
   }
   return false;
 }

@@ -81,6 +81,11 @@ class TokenMasker {
   bool Allows(const Matcher& m, int32_t t) const;
 
   const MaskStats& stats() const { return stats_; }
+  // The grammar proved too ambiguous to enforce: an expansion hit a limit
+  // (grammar.h), or one mask took more than kMaxMaskSteps expansion steps.
+  // Sticky: masks computed since are incomplete; the caller must stop.
+  bool overflowed() const { return expansion_.overflow; }
+  static constexpr uint64_t kMaxMaskSteps = uint64_t{1} << 24;
   const Grammar& grammar() const { return *g_; }
   const std::shared_ptr<const Grammar>& shared_grammar() const { return g_; }
   const TokenTrie& trie() const { return *trie_; }
@@ -113,6 +118,8 @@ class TokenMasker {
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<std::string, Entry> cache_;
   MaskStats stats_;
+  mutable ExpansionStats expansion_;  // Allows (const) counts too
+  uint64_t mask_start_steps_ = 0;
   std::vector<StackSet> sets_;
   std::unordered_map<std::string, int32_t> set_ids_;
   std::vector<Stack> scratch_;
