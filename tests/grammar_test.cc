@@ -163,6 +163,13 @@ TEST(Grammar, TooAmbiguousGrammarsAreReportedInsteadOfFollowedForever) {
   for (int i = 0; i < 8 && !m.overflowed(); ++i) ASSERT_TRUE(m.Accept("a") || m.overflowed());
   EXPECT_TRUE(m.overflowed());
   EXPECT_LE(m.stacks().size(), kMaxStacks);
+  // The first mask already finds it (the server computes it when a request
+  // arrives, so such a grammar is refused before its prompt is read).
+  auto trie = std::make_shared<const TokenTrie>(std::vector<std::string>{"a", "aa", "aaaa", "aaaaaaaa", "b", "{"});
+  TokenMasker masker(g, trie);
+  EXPECT_FALSE(masker.ProbeStart());
+  TokenMasker fine(MustParse("root ::= [a-z]+"), trie);
+  EXPECT_TRUE(fine.ProbeStart());
   // A plain grammar never comes near the limits.
   auto plain = MustParse("root ::= [a-z]+");
   Matcher p(plain);

@@ -1,8 +1,11 @@
 #include "runtime/grammar/token_mask.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <numeric>
+
+#include "runtime/base/strings.h"
 
 namespace strata::grammar {
 namespace {
@@ -209,6 +212,32 @@ bool TokenMasker::Allows(const Matcher& m, int32_t t) const {
     if (!s.empty() && ReadBytes(*g_, &one, b, &expansion_)) return true;
   }
   return false;
+}
+
+bool TokenMasker::ProbeStart(size_t probes) {
+  const Matcher start(g_);
+  std::vector<uint64_t> first;
+  Compute(start, &first);
+  if (start.overflowed() || overflowed()) return false;
+  std::vector<int32_t> allowed;
+  for (size_t w = 0; w < first.size(); ++w)
+    for (uint64_t bits = first[w]; bits != 0; bits &= bits - 1)
+      allowed.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits))));
+  const size_t n = std::min(probes, allowed.size());
+  std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(n), allowed.end(),
+                    [&](int32_t a, int32_t b) { return trie_->bytes(a).size() > trie_->bytes(b).size(); });
+  for (size_t i = 0; i < n; ++i) {
+    Matcher m = start;
+    (void)m.Accept(trie_->bytes(allowed[i]));
+    if (m.overflowed()) return false;
+  }
+  return true;
+}
+
+std::string TooAmbiguousMessage() {
+  return StrFormat("the grammar is too ambiguous to enforce: following it needed more than %zu parse stacks or %zu "
+                   "steps for one byte, or %llu for one token; simplify it",
+                   kMaxStacks, kMaxExpansionSteps, static_cast<unsigned long long>(TokenMasker::kMaxMaskSteps));
 }
 
 }  // namespace strata::grammar

@@ -67,6 +67,10 @@ struct MaskStats {
   double mask_ms = 0;             // time in Compute, walks included
 };
 
+// What a client is told when a grammar proves too ambiguous to enforce
+// (Matcher or TokenMasker overflowed()): the limits, and what to do.
+std::string TooAmbiguousMessage();
+
 class TokenMasker {
  public:
   static constexpr size_t kKeyFrames = 3;
@@ -79,6 +83,12 @@ class TokenMasker {
   void Compute(const Matcher& m, std::vector<uint64_t>* allowed);
   // Whether token t can be read next (without computing a mask).
   bool Allows(const Matcher& m, int32_t t) const;
+  // A check before the grammar is used: the first mask, then the longest
+  // `probes` tokens it allows read through a matcher (the mask's walks look
+  // at the top frames only, so a grammar whose parse stacks multiply shows
+  // it there). False when either overflowed: the grammar is too ambiguous.
+  // Not a proof: an overflow deeper into a text is still possible.
+  bool ProbeStart(size_t probes = 32);
 
   const MaskStats& stats() const { return stats_; }
   // The grammar proved too ambiguous to enforce: an expansion hit a limit

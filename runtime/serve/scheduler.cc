@@ -552,11 +552,7 @@ int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits, std::stri
   }
   s.stats.grammar_ms += MsSince(t0, Clock::now());
   if (s.matcher->overflowed() || r.grammar->overflowed()) {  // masks would be incomplete
-    ApiError e = BadRequest(StrFormat("the grammar is too ambiguous to enforce: following it needed more than %zu "
-                                      "parse stacks or %zu steps for one byte, or %llu for one token; simplify it",
-                                      grammar::kMaxStacks, grammar::kMaxExpansionSteps,
-                                      static_cast<unsigned long long>(grammar::TokenMasker::kMaxMaskSteps)),
-                            "grammar", "invalid_grammar");
+    ApiError e = BadRequest(grammar::TooAmbiguousMessage(), "grammar", "invalid_grammar");
     FinishSlot(s, FinishReason::kNone, &e);
     return -1;
   }
