@@ -26,6 +26,11 @@ namespace {
 // Bytes of weights in flight per tile (split over its rows): about 4 KiB
 // measured best on the development machine (1-2 KiB and 8 KiB were slower).
 constexpr int64_t kPrefetchTileBytes = 4096;
+// How far ahead of the tile's stream a matrix-vector product prefetches:
+// 8 KiB measured best (bench/results/kernels.md: 2 and 4 KiB slower, 16 KiB
+// no better); prefetching within each row instead, as tiles of several
+// columns do, reached 18-23 GB/s of the 41 two threads can read.
+constexpr int64_t kMatVecPrefetchBytes = 8192;
 
 // A zero accumulator of kernel K: K::AccZero() (an __m512 for the 512-bit
 // kernels) or, by default, an __m256. (Found by overload, not by a type
@@ -53,10 +58,21 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
     // single MoE expert of well under a megabyte, too short for the hardware
     // prefetcher to ramp up on its own. (Prefetches never fault, so running
     // past the end of the rows is harmless.)
-    STRATA_UNROLL for (int r = 0; r < R; ++r) {
-      STRATA_UNROLL for (int off = 0; off < K::kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(w + r * g.w_row_bytes + b * K::kBlockBytes + kPrefetchTileBytes / R + off),
-                     _MM_HINT_T0);
+    if constexpr (C == 1) {
+      // One column (decode): each weight byte is read once, so the rows are
+      // a stream. The tile's rows lie one after the other, so the prefetch
+      // front moves through memory R blocks per block, kMatVecPrefetchBytes
+      // ahead: across the end of the tile into the next one, which is where
+      // short rows (a 2048-wide Q6_K row is 1,680 bytes) need it.
+      const uint8_t* pf = w + kMatVecPrefetchBytes + b * (R * K::kBlockBytes);
+      STRATA_UNROLL for (int off = 0; off < R * K::kBlockBytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+    } else {
+      STRATA_UNROLL for (int r = 0; r < R; ++r) {
+        STRATA_UNROLL for (int off = 0; off < K::kBlockBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(w + r * g.w_row_bytes + b * K::kBlockBytes + kPrefetchTileBytes / R + off),
+                       _MM_HINT_T0);
+      }
     }
     K::template Block<R, C>(w + b * K::kBlockBytes, g.w_row_bytes, a + b * K::kActBlockBytes, g.act_row_bytes, acc);
   }

@@ -120,7 +120,8 @@ void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
   // each at most kChunkWeightBytes, in multiples of kRowQuantum rows.
   int64_t rows_per = (w.rows + 4 * threads - 1) / (4 * threads);
   const auto cache_rows = static_cast<int64_t>(kChunkWeightBytes / std::max<uint64_t>(w.row_bytes, 1));
-  rows_per = std::max<int64_t>(std::min(rows_per, cache_rows), 1);
+  if (n > 1) rows_per = std::min(rows_per, cache_rows);
+  rows_per = std::max<int64_t>(rows_per, 1);
   rows_per = (rows_per + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
   const int64_t chunks = (w.rows + rows_per - 1) / rows_per;
   pool_.RunTasks(chunks, [&](int64_t begin, int64_t end) {
