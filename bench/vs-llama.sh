@@ -111,7 +111,7 @@ for (m, test), r in rows.items():
         l = [x[li] for x in r]; s = [x[si] for x in r]
         lm, sm = statistics.median(l), statistics.median(s)
         depth = int(d) + (int(p) if kind == 'tg' else 0)
-        label = f"{kind}{count}" + (f" @ d{depth}" if depth else "")
+        label = f"{kind}{count}" + (f" @ d{depth}" if depth else "") + (" (after its prompt)" if kind == 'tg' and int(p) > 0 else "")
         print(f"| {m} | {label} | {lm:.1f} ({min(l):.1f}-{max(l):.1f}) | {sm:.1f} ({min(s):.1f}-{max(s):.1f}) | "
               f"{sm / lm if lm else float('nan'):.2f}x |")
 EOF
