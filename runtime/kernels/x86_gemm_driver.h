@@ -54,10 +54,10 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
   const uint8_t* a = g.act + static_cast<uint64_t>(c0) * g.act_row_bytes;
   const int64_t nb = g.k / K::kBlockElems;
   for (int64_t b = 0; b < nb; ++b) {
-    // Software prefetch of each row kPrefetchTileBytes / R ahead: a matrix is often a
-    // single MoE expert of well under a megabyte, too short for the hardware
-    // prefetcher to ramp up on its own. (Prefetches never fault, so running
-    // past the end of the rows is harmless.)
+    // Software prefetch: a matrix is often a single MoE expert of well under
+    // a megabyte, too short for the hardware prefetcher to ramp up on its
+    // own. (Prefetches never fault, so running past the end of the rows is
+    // harmless.)
     if constexpr (C == 1) {
       // One column (decode): each weight byte is read once, so the rows are
       // a stream. The tile's rows lie one after the other, so the prefetch

@@ -117,7 +117,9 @@ void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
     return;
   }
   // About 4 chunks per thread (a descheduled thread then holds back little),
-  // each at most kChunkWeightBytes, in multiples of kRowQuantum rows.
+  // in multiples of kRowQuantum rows; with several columns each at most
+  // kChunkWeightBytes (reused from L2 per column block). One column reads
+  // each weight once: its chunks stay long, streams the prefetch keeps ahead of.
   int64_t rows_per = (w.rows + 4 * threads - 1) / (4 * threads);
   const auto cache_rows = static_cast<int64_t>(kChunkWeightBytes / std::max<uint64_t>(w.row_bytes, 1));
   if (n > 1) rows_per = std::min(rows_per, cache_rows);
