@@ -97,6 +97,26 @@ void BM_MaskPerToken(benchmark::State& state) {
 }
 BENCHMARK(BM_MaskPerToken)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
+// What a request with a new grammar pays when it arrives: TokenMasker::
+// ProbeStart (an 8-token walk with the 32 longest allowed tokens checked at
+// each step) on a fresh masker, for the schema grammar and for free text.
+void BM_ProbeStart(benchmark::State& state) {
+  const Setup* s = GetSetup();
+  if (!s) return state.SkipWithError("no Qwen2 vocabulary");
+  std::shared_ptr<const Grammar> g = s->g;
+  if (state.range(0) == 1) {
+    auto text = Grammar::Parse("root ::= [a-zA-Z ,.]+");
+    if (!text.ok()) return state.SkipWithError("grammar");
+    g = *text;
+  }
+  for (auto _ : state) {
+    TokenMasker masker(g, s->trie);
+    if (!masker.ProbeStart()) return state.SkipWithError("a plain grammar was refused");
+  }
+  state.SetLabel(state.range(0) == 1 ? "free text" : "schema");
+}
+BENCHMARK(BM_ProbeStart)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 // One trie walk: the first mask inside a string (most of the vocabulary is
 // read whole there), and after '{' (most is refused at the first byte).
 void BM_FirstMask(benchmark::State& state) {

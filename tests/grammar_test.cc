@@ -168,6 +168,13 @@ TEST(Grammar, TooAmbiguousGrammarsAreReportedInsteadOfFollowedForever) {
   auto trie = std::make_shared<const TokenTrie>(std::vector<std::string>{"a", "aa", "aaaa", "aaaaaaaa", "b", "{"});
   TokenMasker masker(g, trie);
   EXPECT_FALSE(masker.ProbeStart());
+  // With a vocabulary of single bytes too (the server test's tiny model):
+  // no first token overflows, the second does, so the walk finds it.
+  auto bytes = std::make_shared<const TokenTrie>(std::vector<std::string>{"a", "b", "c", "{", "}"});
+  TokenMasker one_byte(g, bytes);
+  EXPECT_FALSE(one_byte.ProbeStart());
+  TokenMasker single_step(g, bytes);
+  EXPECT_TRUE(single_step.ProbeStart(32, 1));  // what a one-token probe misses
   TokenMasker fine(MustParse("root ::= [a-z]+"), trie);
   EXPECT_TRUE(fine.ProbeStart());
   // A plain grammar never comes near the limits.

@@ -214,22 +214,30 @@ bool TokenMasker::Allows(const Matcher& m, int32_t t) const {
   return false;
 }
 
-bool TokenMasker::ProbeStart(size_t probes) {
-  const Matcher start(g_);
-  std::vector<uint64_t> first;
-  Compute(start, &first);
-  if (start.overflowed() || overflowed()) return false;
+bool TokenMasker::ProbeStart(size_t probes, size_t steps) {
+  Matcher m(g_);
+  std::vector<uint64_t> mask;
   std::vector<int32_t> allowed;
-  for (size_t w = 0; w < first.size(); ++w)
-    for (uint64_t bits = first[w]; bits != 0; bits &= bits - 1)
-      allowed.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits))));
-  const size_t n = std::min(probes, allowed.size());
-  std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(n), allowed.end(),
-                    [&](int32_t a, int32_t b) { return trie_->bytes(a).size() > trie_->bytes(b).size(); });
-  for (size_t i = 0; i < n; ++i) {
-    Matcher m = start;
-    (void)m.Accept(trie_->bytes(allowed[i]));
-    if (m.overflowed()) return false;
+  for (size_t step = 0; step < steps; ++step) {
+    Compute(m, &mask);
+    if (m.overflowed() || overflowed()) return false;
+    allowed.clear();
+    for (size_t w = 0; w < mask.size(); ++w)
+      for (uint64_t bits = mask[w]; bits != 0; bits &= bits - 1)
+        allowed.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits))));
+    if (allowed.empty()) return true;  // only the end can follow
+    const size_t n = std::min(std::max<size_t>(probes, 1), allowed.size());
+    std::partial_sort(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(n), allowed.end(),
+                      [&](int32_t a, int32_t b) {
+                        const size_t la = trie_->bytes(a).size(), lb = trie_->bytes(b).size();
+                        return la != lb ? la > lb : a < b;
+                      });
+    for (size_t i = 0; i < n; ++i) {
+      Matcher t = m;
+      (void)t.Accept(trie_->bytes(allowed[i]));
+      if (t.overflowed()) return false;
+    }
+    if (!m.Accept(trie_->bytes(allowed[0]))) return true;  // (the mask allowed it: cannot happen)
   }
   return true;
 }

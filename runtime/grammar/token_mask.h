@@ -83,12 +83,15 @@ class TokenMasker {
   void Compute(const Matcher& m, std::vector<uint64_t>* allowed);
   // Whether token t can be read next (without computing a mask).
   bool Allows(const Matcher& m, int32_t t) const;
-  // A check before the grammar is used: the first mask, then the longest
-  // `probes` tokens it allows read through a matcher (the mask's walks look
-  // at the top frames only, so a grammar whose parse stacks multiply shows
-  // it there). False when either overflowed: the grammar is too ambiguous.
-  // Not a proof: an overflow deeper into a text is still possible.
-  bool ProbeStart(size_t probes = 32);
+  // A check before the grammar is used: a walk of `steps` tokens from the
+  // start, each the longest the mask allows (ties: the lowest id), where at
+  // every step the mask is computed and the `probes` longest allowed tokens
+  // are read through a matcher (the mask's walks look at the top frames of
+  // a stack only, so a grammar whose parse stacks multiply shows it in the
+  // matcher). False when anything overflowed: the grammar is too ambiguous.
+  // Deterministic, and it warms the caches the first tokens need. Not a
+  // proof: an overflow deeper into some other text is still possible.
+  bool ProbeStart(size_t probes = 32, size_t steps = 8);
 
   const MaskStats& stats() const { return stats_; }
   // The grammar proved too ambiguous to enforce: an expansion hit a limit
