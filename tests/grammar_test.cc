@@ -163,8 +163,8 @@ TEST(Grammar, TooAmbiguousGrammarsAreReportedInsteadOfFollowedForever) {
   for (int i = 0; i < 8 && !m.overflowed(); ++i) ASSERT_TRUE(m.Accept("a") || m.overflowed());
   EXPECT_TRUE(m.overflowed());
   EXPECT_LE(m.stacks().size(), kMaxStacks);
-  // The first mask already finds it (the server computes it when a request
-  // arrives, so such a grammar is refused before its prompt is read).
+  // The check a request's new grammar gets on arrival (ProbeStart) finds it,
+  // so such a grammar is refused before its prompt is read.
   auto trie = std::make_shared<const TokenTrie>(std::vector<std::string>{"a", "aa", "aaaa", "aaaaaaaa", "b", "{"});
   TokenMasker masker(g, trie);
   EXPECT_FALSE(masker.ProbeStart());
@@ -175,10 +175,10 @@ TEST(Grammar, TooAmbiguousGrammarsAreReportedInsteadOfFollowedForever) {
   EXPECT_FALSE(one_byte.ProbeStart());
   TokenMasker single_step(g, bytes);
   EXPECT_TRUE(single_step.ProbeStart(32, 1));  // what a one-token probe misses
-  TokenMasker fine(MustParse("root ::= [a-z]+"), trie);
-  EXPECT_TRUE(fine.ProbeStart());
   // A plain grammar never comes near the limits.
   auto plain = MustParse("root ::= [a-z]+");
+  TokenMasker fine(plain, trie);
+  EXPECT_TRUE(fine.ProbeStart());
   Matcher p(plain);
   EXPECT_TRUE(p.Accept("abcdefgh"));
   EXPECT_FALSE(p.overflowed());

@@ -81,7 +81,8 @@ class Grammar {
 // terminal (a kBytes element) on top. Empty: the text may end here.
 using Stack = std::vector<uint32_t>;
 // Parse stacks a Matcher keeps at most (an ambiguous grammar can multiply
-// them); beyond, the surplus is dropped, which can only refuse text.
+// them); beyond, the surplus is dropped (which can only refuse text) and
+// the expansion reports an overflow (ExpansionStats below).
 inline constexpr size_t kMaxStacks = 128;
 // Steps one byte's expansion may take. Expansion follows each intermediate
 // stack once, however many paths of an ambiguous grammar reach it; past

@@ -870,10 +870,10 @@ Result<std::shared_ptr<grammar::TokenMasker>> ApiServer::MaskerFor(const std::st
   auto g = grammar::Grammar::Parse(gbnf);
   if (!g.ok()) return g.status();
   auto masker = std::make_shared<grammar::TokenMasker>(*g, trie);
-  // The first mask now, on this handler's thread and before the masker is
-  // shared: it warms the caches the scheduler would fill, and a grammar too
-  // ambiguous to follow is refused before any prompt is read (found later,
-  // mid-answer, it can only end a response already begun).
+  // The check walk now (ProbeStart), on this handler's thread and before the
+  // masker is shared: it warms the caches the scheduler would fill, and a
+  // grammar too ambiguous to follow is refused before any prompt is read
+  // (found later, mid-answer, it can only end a response already begun).
   if (!masker->ProbeStart()) return InvalidArgument(grammar::TooAmbiguousMessage());
   std::lock_guard<std::mutex> lock(maskers_mu_);
   maskers_.emplace_front(gbnf, masker);
