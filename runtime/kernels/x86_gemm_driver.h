@@ -27,9 +27,9 @@ namespace {
 // measured best on the development machine (1-2 KiB and 8 KiB were slower).
 constexpr int64_t kPrefetchTileBytes = 4096;
 // How far ahead of the tile's stream a matrix-vector product prefetches:
-// 8 KiB measured best (bench/results/kernels.md: 2 and 4 KiB slower, 16 KiB
-// no better); prefetching within each row instead, as tiles of several
-// columns do, reached 21-27 GB/s of the 42-44 two threads can read.
+// 8 KiB measured best of 2-16 KiB; prefetching within each row instead, as
+// tiles of several columns do, reached 21-27 GB/s of the 42-44 two threads
+// can read (bench/results/kernels.md).
 constexpr int64_t kMatVecPrefetchBytes = 8192;
 
 // A zero accumulator of kernel K: K::AccZero() (an __m512 for the 512-bit
