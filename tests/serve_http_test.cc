@@ -790,6 +790,23 @@ TEST_F(ServeHttpTest, ConstrainedOutputAlwaysFollowsTheSchemaOrGrammar) {
   ASSERT_TRUE(amb);
   EXPECT_EQ(amb->status, 400) << amb->body;
   EXPECT_NE(amb->body.find("too ambiguous"), std::string::npos) << amb->body;
+  // One whose ambiguity lies deeper than the check walk on arrival (8 tokens:
+  // bytes here) is found while answering; the answer ends with the error
+  // (under a 200 if it had begun), and from then on the cached grammar is
+  // refused on arrival: a repeat is a 400 before any prompt is read.
+  json deep = ambiguous;
+  deep["grammar"] = "root ::= \"abcdefghijklmnop\" [a-z]" + std::string(40, '+');
+  deep["max_tokens"] = 40;
+  deep["ignore_eos"] = true;  // the answer goes on past its first letters, where the grammar overflows
+  auto first = Post("/v1/chat/completions", deep.dump());
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->body.find("too ambiguous"), std::string::npos) << first->body;
+  const double prompt_tokens = Metrics()["prompt_tokens_total"];
+  auto repeat = Post("/v1/chat/completions", deep.dump());
+  ASSERT_TRUE(repeat);
+  EXPECT_EQ(Metrics()["prompt_tokens_total"], prompt_tokens);  // refused before its prompt was read
+  EXPECT_EQ(repeat->status, 400) << repeat->body;
+  EXPECT_NE(repeat->body.find("invalid_grammar"), std::string::npos) << repeat->body;
   auto after = Post("/v1/chat/completions", ChatBody("Yes or no?", R"("grammar":"root ::= \"ok\"")"));
   ASSERT_TRUE(after);
   EXPECT_EQ(json::parse(after->body)["choices"][0]["message"]["content"], "ok");

@@ -16,6 +16,7 @@
 // them when Matcher::CanEnd().
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -98,6 +99,12 @@ class TokenMasker {
   // (grammar.h), or one mask took more than kMaxMaskSteps expansion steps.
   // Sticky: masks computed since are incomplete; the caller must stop.
   bool overflowed() const { return expansion_.overflow; }
+  // Set by the one thread that uses the masker once it saw overflowed();
+  // read by any thread (a server's grammar cache): a grammar proven too
+  // ambiguous is refused on arrival from then on, instead of passing the
+  // check walk again and failing mid-answer. Sticky.
+  void MarkTooAmbiguous() { too_ambiguous_.store(true, std::memory_order_release); }
+  bool proven_too_ambiguous() const { return too_ambiguous_.load(std::memory_order_acquire); }
   static constexpr uint64_t kMaxMaskSteps = uint64_t{1} << 24;
   const Grammar& grammar() const { return *g_; }
   const std::shared_ptr<const Grammar>& shared_grammar() const { return g_; }
@@ -128,6 +135,7 @@ class TokenMasker {
   void CheckUncertain(const Stack& s, const std::vector<int32_t>& tokens, uint64_t* bits);
 
   std::shared_ptr<const Grammar> g_;
+  std::atomic<bool> too_ambiguous_{false};
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<std::string, Entry> cache_;
   MaskStats stats_;

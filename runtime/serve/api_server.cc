@@ -864,6 +864,9 @@ Result<std::shared_ptr<grammar::TokenMasker>> ApiServer::MaskerFor(const std::st
       if (it->first != gbnf) continue;
       auto found = it->second;
       maskers_.splice(maskers_.begin(), maskers_, it);
+      // An earlier answer found it too ambiguous (deeper than the check
+      // walk reaches): refused on arrival, before any prompt is read.
+      if (found->proven_too_ambiguous()) return InvalidArgument(grammar::TooAmbiguousMessage());
       return found;
     }
   }

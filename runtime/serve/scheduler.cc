@@ -552,6 +552,7 @@ int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits, std::stri
   }
   s.stats.grammar_ms += MsSince(t0, Clock::now());
   if (s.matcher->overflowed() || r.grammar->overflowed()) {  // masks would be incomplete
+    r.grammar->MarkTooAmbiguous();  // the server's cache keeps it: later requests with it get a 400
     ApiError e = BadRequest(grammar::TooAmbiguousMessage(), "grammar", "invalid_grammar");
     FinishSlot(s, FinishReason::kNone, &e);
     return -1;
