@@ -4,18 +4,22 @@
 // The cache buffer is 64-byte aligned like SequenceState's; the "/offset:16"
 // runs start it 16 bytes later (malloc's own alignment) to show what the
 // alignment is worth. items_per_second counts keys; compare within one run.
-// AttentionBlock: the blocked kernel over 8 or 32 rows sharing a KV head.
+// AttentionBlock: the blocked kernel over 8 or 32 rows sharing a KV head, on
+// an F32, F16 or Q8_0 cache (--kv-type); kv_bytes: the K and V bytes a call
+// reads.
 //   ./build/bench/attention_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/kernels/attention.h"
+#include "runtime/quant/quantize.h"
 
 namespace strata::kernels {
 namespace {
@@ -44,15 +48,23 @@ void BM_AttentionHead(benchmark::State& state, IsaLevel level, int64_t d, int64_
 // one KV head, each seeing all n keys (the reference is row by row); rows 8:
 // one decode step of Qwen3's 32/4 heads; rows 32: 4 prompt tokens x 8.
 // items_per_second counts row x key pairs, so levels and row counts compare.
-void BM_AttentionBlock(benchmark::State& state, IsaLevel level, int64_t rows, int64_t d, int64_t n) {
+void BM_AttentionBlock(benchmark::State& state, IsaLevel level, int64_t rows, int64_t d, int64_t n, KvType t) {
   const AttnKernels& k = AttnKernelsFor(level);
-  const int64_t stride = 4 * d;
+  // Rows of 4 KV heads (Qwen3's cache) stored as t; K is head 0, V head 1.
+  const int64_t head = KvHeadBytes(t, d), stride = 4 * head;
   std::mt19937_64 rng(2);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  AlignedVector<float> q(static_cast<size_t>(rows * d)), buf(static_cast<size_t>(n * stride)),
-      o(static_cast<size_t>(rows * d)), scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n)));
-  for (float& x : q) x = u(rng);
-  for (float& x : buf) x = u(rng);
+  AlignedVector<float> q(static_cast<size_t>(rows * d)), o(static_cast<size_t>(rows * d)),
+      scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n))), x(static_cast<size_t>(4 * d));
+  AlignedVector<uint8_t> buf(static_cast<size_t>(n * stride));
+  for (float& v : q) v = u(rng);
+  for (int64_t j = 0; j < n; ++j) {
+    for (float& v : x) v = u(rng);
+    uint8_t* row = buf.data() + j * stride;
+    if (t == KvType::kF16) Fp32RowToFp16Unchecked(x.data(), row, 4 * d);
+    else if (t == KvType::kQ8_0) QuantizeRowQ8_0Unchecked(Q8_0Rule::kGgmlX86Simd, x.data(), row, 4 * d);
+    else std::memcpy(row, x.data(), static_cast<size_t>(stride));
+  }
   std::vector<const float*> qp;
   std::vector<float*> op;
   std::vector<int64_t> nk(static_cast<size_t>(rows), n);
@@ -67,8 +79,9 @@ void BM_AttentionBlock(benchmark::State& state, IsaLevel level, int64_t rows, in
   a.rows = rows;
   a.K = buf.data();
   a.k_stride = stride;
-  a.V = buf.data() + d;
+  a.V = buf.data() + head;
   a.v_stride = stride;
+  a.kv = t;
   a.dk = d;
   a.dv = d;
   a.scale = 0.088f;
@@ -78,6 +91,8 @@ void BM_AttentionBlock(benchmark::State& state, IsaLevel level, int64_t rows, in
     benchmark::DoNotOptimize(o.data());
   }
   state.SetItemsProcessed(state.iterations() * rows * n);
+  // K and V bytes read per call: the cache traffic a decode step pays.
+  state.counters["kv_bytes"] = static_cast<double>(2 * n * head);
 }
 
 }  // namespace
@@ -101,13 +116,16 @@ int main(int argc, char** argv) {
   }
   for (IsaLevel level : kAllIsaLevels) {
     if (!CpuSupports(level)) continue;
-    for (int64_t rows : {8, 32})
-      for (int64_t n : {512, 4096}) {
-        const std::string name = "AttentionBlock/" + std::string(IsaName(level)) + "/rows:" + std::to_string(rows) +
-                                 "/d:128/keys:" + std::to_string(n);
-        benchmark::RegisterBenchmark(name.c_str(), kernels::BM_AttentionBlock, level, rows, int64_t{128}, n)
-            ->Unit(benchmark::kMicrosecond);
-      }
+    for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0})
+      for (int64_t rows : {8, 32})
+        for (int64_t n : {512, 4096, 16384}) {
+          if (level == IsaLevel::kScalar && n > 4096) continue;
+          const std::string name = "AttentionBlock/" + std::string(IsaName(level)) + "/" +
+                                   std::string(KvTypeName(t)) + "/rows:" + std::to_string(rows) +
+                                   "/d:128/keys:" + std::to_string(n);
+          benchmark::RegisterBenchmark(name.c_str(), kernels::BM_AttentionBlock, level, rows, int64_t{128}, n, t)
+              ->Unit(benchmark::kMicrosecond);
+        }
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/attention.h"
 #include "runtime/base/platform.h"
+#include "runtime/quant/quantize.h"
 
 
 #include <gtest/gtest.h>
@@ -238,9 +239,9 @@ TEST(AttentionKernels, BlockedAttentionMatchesDoublePrecision) {
             a.o = op.data();
             a.rows = rows;
             a.K = K.data();
-            a.k_stride = ks;
+            a.k_stride = ks * 4;  // bytes
             a.V = V.data();
-            a.v_stride = vs;
+            a.v_stride = vs * 4;
             a.dk = dk;
             a.dv = dv;
             a.scale = scale;
@@ -294,9 +295,9 @@ TEST(AttentionKernels, BlockedAttentionReadsNothingPastTheLastKey) {
         a.o = op;
         a.rows = 2;
         a.K = K;
-        a.k_stride = stride;
+        a.k_stride = stride * 4;  // bytes
         a.V = K;  // the same rows as values
-        a.v_stride = stride;
+        a.v_stride = stride * 4;
         a.dk = d;
         a.dv = d;
         a.scale = 0.1f;
@@ -308,6 +309,168 @@ TEST(AttentionKernels, BlockedAttentionReadsNothingPastTheLastKey) {
       }
     }
   }
+}
+
+
+// A KV cache of F16 or Q8_0 rows (kv_type.h): `n` rows of `d` values, each
+// row `stride` bytes from the last (other heads between), encoded as the
+// backend stores them, and the values the kernels must read back (decoded
+// with KvValueRef), `fstride` floats apart.
+struct TypedRows {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+  int64_t stride = 0, fstride = 0;
+};
+TypedRows EncodeRows(KvType t, int64_t n, int64_t d, std::mt19937_64& rng, uint8_t* at_end = nullptr) {
+  TypedRows r;
+  const int64_t head = KvHeadBytes(t, d);
+  r.stride = 2 * head + 6;  // another head and some padding between rows
+  r.fstride = d;
+  r.bytes.assign(static_cast<size_t>((n - 1) * r.stride + head), 0xA5);
+  r.values.resize(static_cast<size_t>(n * d));
+  for (int64_t j = 0; j < n; ++j) {
+    // Rows of different magnitudes: Q8_0 scales differ per block.
+    const std::vector<float> x = Random(static_cast<size_t>(d), rng, -1.0f - j % 3, 1.0f + j % 3);
+    uint8_t* row = r.bytes.data() + j * r.stride;
+    if (t == KvType::kF16) Fp32RowToFp16Unchecked(x.data(), row, d);
+    else QuantizeRowQ8_0Unchecked(Q8_0Rule::kGgmlX86Simd, x.data(), row, d);
+    for (int64_t i = 0; i < d; ++i) r.values[static_cast<size_t>(j * d + i)] = KvValueRef(row, t, i);
+  }
+  if (at_end) std::copy(r.bytes.begin(), r.bytes.end(), at_end - r.bytes.size());
+  return r;
+}
+
+// The blocked kernel on F16 and Q8_0 caches: every level against a double-
+// precision attention over the decoded values (so the only differences are
+// float summation order and exp), head sizes with every tail F16 allows and
+// the multiples of 32 Q8_0 needs, key counts across block edges; and the
+// typed reference loops (--reference) against the same.
+TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
+  std::mt19937_64 rng(23);
+  for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
+    const std::vector<int64_t> dims = t == KvType::kF16 ? std::vector<int64_t>{1, 7, 16, 17, 64, 65, 128, 129}
+                                                        : std::vector<int64_t>{32, 64, 96, 128, 256};
+    for (IsaLevel level : Levels()) {
+      const AttnKernels& k = AttnKernelsFor(level);
+      for (int64_t d : dims) {
+        for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{8}}) {
+          for (int64_t n_max : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{130}}) {
+            SCOPED_TRACE(std::string(KvTypeName(t)) + " " + std::string(IsaName(level)) + " d=" + std::to_string(d) +
+                         " rows=" + std::to_string(rows) + " keys=" + std::to_string(n_max));
+            const TypedRows K = EncodeRows(t, n_max, d, rng), V = EncodeRows(t, n_max, d, rng);
+            std::vector<std::vector<float>> q(static_cast<size_t>(rows)), o(static_cast<size_t>(rows));
+            std::vector<const float*> qp;
+            std::vector<float*> op;
+            std::vector<int64_t> nk;
+            for (int64_t r = 0; r < rows; ++r) {
+              q[static_cast<size_t>(r)] = Random(static_cast<size_t>(d), rng);
+              o[static_cast<size_t>(r)].assign(static_cast<size_t>(d) + 1, kSentinel);
+              qp.push_back(q[static_cast<size_t>(r)].data());
+              op.push_back(o[static_cast<size_t>(r)].data());
+              nk.push_back(std::max<int64_t>(1, n_max - (rows - 1 - r)));  // causal
+            }
+            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n_max)), kSentinel);
+            AttnBlockArgs a;
+            a.q = qp.data();
+            a.n_keys = nk.data();
+            a.o = op.data();
+            a.rows = rows;
+            a.K = K.bytes.data();
+            a.k_stride = K.stride;
+            a.V = V.bytes.data();
+            a.v_stride = V.stride;
+            a.kv = t;
+            a.dk = d;
+            a.dv = d;
+            a.scale = 1.0f / std::sqrt(static_cast<float>(d));
+            a.scratch = scratch.data();
+            k.block(a);
+            std::vector<double> exact;
+            for (int64_t r = 0; r < rows; ++r) {
+              ExactRow(qp[static_cast<size_t>(r)], K.values.data(), V.values.data(), d, d, nk[static_cast<size_t>(r)],
+                       d, d, a.scale, exact);
+              for (int64_t i = 0; i < d; ++i)
+                ASSERT_NEAR(static_cast<double>(op[static_cast<size_t>(r)][i]), exact[static_cast<size_t>(i)],
+                            2e-6 * (1.0 + 3.0 * std::fabs(exact[static_cast<size_t>(i)])) * std::sqrt(static_cast<double>(d)))
+                    << "row " << r << " value " << i;
+              ASSERT_EQ(op[static_cast<size_t>(r)][d], kSentinel) << "wrote past o[d)";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// F16 and Q8_0 rows that end at an inaccessible page: no load reads past the
+// last key's row (a vector load of a 16-bit or 8-bit row must stay inside it).
+TEST(AttentionKernels, TypedCachesReadNothingPastTheLastKey) {
+  const size_t page = static_cast<size_t>(PageBytes());
+  const size_t bytes = 64 * page;
+  auto region = GuardedMemory::Allocate(bytes + page, "typed attention guard");
+  ASSERT_TRUE(region.ok()) << region.status().ToString();
+  ASSERT_TRUE(region->SetAccess(GuardedMemory::Access::kNone, bytes, page).ok());
+  uint8_t* end = region->data() + bytes;
+  std::mt19937_64 rng(24);
+  for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
+    for (IsaLevel level : Levels()) {
+      const AttnKernels& k = AttnKernelsFor(level);
+      for (int64_t d : t == KvType::kF16 ? std::vector<int64_t>{7, 17, 64, 129} : std::vector<int64_t>{32, 128}) {
+        for (int64_t n : {int64_t{1}, int64_t{64}, int64_t{65}}) {
+          SCOPED_TRACE(std::string(KvTypeName(t)) + " " + std::string(IsaName(level)) + " d=" + std::to_string(d) +
+                       " n=" + std::to_string(n));
+          const TypedRows rows = EncodeRows(t, n, d, rng, end);
+          const uint8_t* K = end - rows.bytes.size();
+          const std::vector<float> q0 = Random(static_cast<size_t>(d), rng), q1 = Random(static_cast<size_t>(d), rng);
+          const float* qp[2] = {q0.data(), q1.data()};
+          std::vector<float> o0(static_cast<size_t>(d)), o1(static_cast<size_t>(d));
+          float* op[2] = {o0.data(), o1.data()};
+          const int64_t nk[2] = {n - 1, n};
+          std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2), n)));
+          AttnBlockArgs a;
+          a.q = qp;
+          a.n_keys = nk;
+          a.o = op;
+          a.rows = 2;
+          a.K = K;
+          a.k_stride = rows.stride;
+          a.V = K;  // the same rows as values
+          a.v_stride = rows.stride;
+          a.kv = t;
+          a.dk = d;
+          a.dv = d;
+          a.scale = 0.1f;
+          a.scratch = scratch.data();
+          k.block(a);
+          std::vector<double> exact;
+          ExactRow(q1.data(), rows.values.data(), rows.values.data(), d, d, n, d, d, 0.1f, exact);
+          for (int64_t i = 0; i < d; ++i)
+            EXPECT_NEAR(static_cast<double>(o1[static_cast<size_t>(i)]), exact[static_cast<size_t>(i)], 1e-5 * (1 + std::fabs(exact[static_cast<size_t>(i)])));
+        }
+      }
+    }
+  }
+}
+
+// KvValueRef decodes what the backend stores: F16 values round-trip exactly
+// for halves, Q8_0 values are d * q of their block.
+TEST(AttentionKernels, TypedValuesDecodeAsStored) {
+  const float x[32] = {1.0f, -2.5f, 0.333f, 65504.0f, -1e-3f, 0.0f};
+  uint8_t h[64];
+  Fp32RowToFp16Unchecked(x, h, 32);
+  EXPECT_EQ(KvValueRef(h, KvType::kF16, 0), 1.0f);
+  EXPECT_EQ(KvValueRef(h, KvType::kF16, 1), -2.5f);
+  EXPECT_EQ(KvValueRef(h, KvType::kF16, 3), 65504.0f);
+  EXPECT_NEAR(KvValueRef(h, KvType::kF16, 2), 0.333f, 1e-4f);
+  uint8_t q[kKvQ8BlockBytes];
+  QuantizeRowQ8_0Unchecked(Q8_0Rule::kGgmlX86Simd, x, q, 32);
+  const float scale = KvValueRef(q, KvType::kQ8_0, 3) / 127.0f;  // the largest |x| is q = 127
+  EXPECT_NEAR(scale, 65504.0f / 127.0f, 0.5f);
+  EXPECT_EQ(KvValueRef(q, KvType::kQ8_0, 5), 0.0f);
+  EXPECT_EQ(KvValueRef(q, KvType::kQ8_0, 1), 0.0f);  // -2.5 is q = 0 at this scale
+  EXPECT_EQ(KvHeadBytes(KvType::kQ8_0, 128), 136);
+  EXPECT_EQ(KvHeadBytes(KvType::kF16, 128), 256);
+  EXPECT_FALSE(KvTypeFits(KvType::kQ8_0, 80));
 }
 
 }  // namespace

@@ -417,6 +417,73 @@ TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {
   EXPECT_EQ(f.be->large_pages().bytes, 0u);
 }
 
+// --kv-type: the plan's KV line is what the states of that type take (F16 half
+// of F32, Q8_0 34 bytes per 32 values), the states allocated from the plan
+// are of that type, run without allocating, and CopySequence carries their
+// rows; a model whose head rows Q8_0 cannot block is refused with the reason.
+TEST(KvTypes, ThePlanSizesTheCacheByTypeAndTheStatesFollow) {
+  PlanFixture f = PlanFor(Arch::kQwen3Moe, "kv_types");
+  const HParams& hp = f.m.model->hp();
+  ASSERT_EQ(hp.head_dim_k % 32, 0u);
+  std::map<KvType, uint64_t> kv_bytes;
+  std::map<KvType, std::vector<float>> logits_by_type;
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) {
+    SCOPED_TRACE(std::string(KvTypeName(t)));
+    RunMemoryOptions mo;
+    mo.ram_budget = 1ull << 30;
+    mo.kv_type = t;
+    mo.parallel = 2;
+    RunShape shape{256, 8, 1, false, 0};
+    auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    for (const PlanLine& l : setup->plan.lines)
+      if (l.item == "KV cache (" + std::string(KvTypeName(t)) + ")") kv_bytes[t] = l.bytes;
+    EXPECT_EQ(kv_bytes[t], 2 * (SequenceState::BytesFor(hp, 256, t) - SequenceState::RecurrentBytesFor(hp)))
+        << FormatPlan(setup->plan);
+    EXPECT_THAT(setup->plan.shape, HasSubstr("KV cache " + std::string(KvTypeName(t))));
+    auto mem = AllocateRun(*f.m.model, *f.be, *setup);
+    ASSERT_TRUE(mem.ok()) << mem.status().message();
+    ASSERT_EQ(mem->states.size(), 2u);
+    EXPECT_EQ(mem->states[0].kv_type, t);
+    std::vector<float>& logits = logits_by_type[t];
+    logits.reserve(hp.n_vocab);
+    ForwardOptions o;
+    o.workspace = &mem->workspace;
+    const std::vector<int32_t> prompt = {1, 5, 9, 200, 3, 44, 45, 46};
+    const int64_t before = g_count.load();
+    ASSERT_TRUE(Forward(*f.m.model, *f.be, mem->states[0], prompt, o, &logits).ok());
+    int32_t id = 7;
+    ASSERT_TRUE(Forward(*f.m.model, *f.be, mem->states[0], std::span(&id, 1), o, &logits).ok());
+    EXPECT_EQ(g_count.load() - before, 0) << "heap allocations during forward passes";
+    // The copy continues exactly as the original would.
+    ASSERT_TRUE(CopySequence(mem->states[0], mem->states[1]).ok());
+    std::vector<float> a, b;
+    a.reserve(hp.n_vocab);
+    b.reserve(hp.n_vocab);
+    id = 11;
+    ASSERT_TRUE(Forward(*f.m.model, *f.be, mem->states[0], std::span(&id, 1), o, &a).ok());
+    ASSERT_TRUE(Forward(*f.m.model, *f.be, mem->states[1], std::span(&id, 1), o, &b).ok());
+    EXPECT_EQ(a, b);
+    logits = a;
+  }
+  EXPECT_EQ(kv_bytes[KvType::kF16] * 2, kv_bytes[KvType::kF32]);
+  EXPECT_EQ(kv_bytes[KvType::kQ8_0] * 128, kv_bytes[KvType::kF32] * 34);
+  // Each type computes (not a copy of another's result), close to F32.
+  EXPECT_NE(logits_by_type[KvType::kF16], logits_by_type[KvType::kF32]);
+  EXPECT_NE(logits_by_type[KvType::kQ8_0], logits_by_type[KvType::kF16]);
+  // Rows Q8_0 cannot block: refused by the plan and by CreateState, saying why.
+  HParams odd = hp;
+  odd.head_dim_v = 80;
+  const Status s = SequenceState::CheckKvType(odd, KvType::kQ8_0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("80 (V): expected multiples of 32"));
+  EXPECT_TRUE(SequenceState::CheckKvType(odd, KvType::kF16).ok());
+  EXPECT_FALSE(f.be->CreateState(odd, 16, KvType::kQ8_0).ok());
+  EXPECT_EQ(*ParseKvType("Q8_0"), KvType::kQ8_0);
+  EXPECT_EQ(*ParseKvType("f16"), KvType::kF16);
+  EXPECT_FALSE(ParseKvType("q4_0").ok());
+}
+
 // --- strata-run: the plan printed, refused, and advice that works --------------
 
 class PlanCli : public ::testing::Test {
@@ -441,7 +508,7 @@ class PlanCli : public ::testing::Test {
 TEST_F(PlanCli, PlanPrintsEveryLineAndExitsZeroWhenItFits) {
   auto r = Run({"--plan", "--ram-budget", "1G"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"weights: dense", "weights: experts, host tier", "KV cache (F32)", "forward workspace",
+  for (const char* line : {"weights: dense", "weights: experts, host tier", "KV cache (F16)", "forward workspace",
                            "backend scratch", "logits", "sampler", "runtime metadata", "fits"})
     EXPECT_THAT(r.out, HasSubstr(line)) << line;
   auto t = Run({"--plan", "--ram-budget", "1G", "--expert-device", "cpu", "--expert-slots", "6"});
@@ -545,7 +612,7 @@ TEST_F(PlanCli, BenchMeasuresPrefillAndDecodeAtADepth) {
 TEST_F(PlanCli, BadMemoryOptionsAreUsageErrors) {
   EXPECT_EQ(Run({"--plan", "--ram-budget", "lots"}).exit_code, 2);
   EXPECT_EQ(Run({"--plan", "--vram-budget", "1=4G"}).exit_code, 2);  // no device 1
-  EXPECT_EQ(Run({"--plan", "--kv-type", "f16"}).exit_code, 3);       // not implemented: unsupported
+  EXPECT_EQ(Run({"--plan", "--kv-type", "q4_0"}).exit_code, 2);      // no such cache type
   EXPECT_EQ(Run({"--plan", "--expert-slots", "4"}).exit_code, 2);    // no device tier
   EXPECT_EQ(Run({"--plan", "--expert-device", "cpu", "--expert-pinned", "2"}).exit_code, 0);  // the pack's profile
   // Pinning needs a profile: a pack without one, and no --expert-profile.

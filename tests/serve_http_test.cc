@@ -961,7 +961,7 @@ TEST_F(ServeHttpTest, WithoutDashCTheContextIsTheLargestThePlanFits) {
   EXPECT_EQ(chosen(whole.err), 65536) << whole.err;
   // The plan's KV line at that context, to pick a budget that holds a quarter of it.
   std::smatch sm;
-  ASSERT_TRUE(std::regex_search(whole.out, sm, std::regex("KV cache \\(F32\\)\\s+RAM\\s+([0-9.]+) MiB"))) << whole.out;
+  ASSERT_TRUE(std::regex_search(whole.out, sm, std::regex("KV cache \\(F16\\)\\s+RAM\\s+([0-9.]+) MiB"))) << whole.out;
   const double kv_mib = std::stod(sm[1].str());
   const std::string budget = std::to_string(static_cast<int64_t>(kv_mib / 4) + 64) + "M";
   auto fitted = testing::RunProgram("strata-run", {pack, "--serve", "--plan", "--reference", "--ram-budget", budget});
@@ -1025,9 +1025,13 @@ TEST_F(ServeHttpTest, PlansItsMemoryAndServesThroughExpertTiers) {
   // --plan with --serve prints the server's plan (slots, snapshots) and takes no port.
   auto plan = testing::RunProgram("strata-run", {Pack(), "--serve", "--plan", "--parallel", "2", "-c", "256"});
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_NE(plan.out.find("KV cache (F32)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("KV cache (F16)"), std::string::npos) << plan.out;  // the default cache type
   EXPECT_NE(plan.out.find("recurrent state snapshots (F32)"), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find("2 seq x"), std::string::npos) << plan.out;
+  auto q8 = testing::RunProgram("strata-run", {Pack(), "--serve", "--plan", "--parallel", "2", "-c", "256",
+                                               "--kv-type", "q8_0"});
+  EXPECT_EQ(q8.exit_code, 0) << q8.err;
+  EXPECT_NE(q8.out.find("KV cache (Q8_0)"), std::string::npos) << q8.out;
   // A budget the slots do not fit in: refused at start, naming what would fit.
   auto small = testing::RunProgram("strata-run", {Pack(), "--serve", "--port", "0", "--ram-budget", "64K"});
   EXPECT_NE(small.exit_code, 0);

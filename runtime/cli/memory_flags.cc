@@ -19,7 +19,7 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
   g->add_option("--reserve", f.reserve, "left free when a budget is taken from what the system reports (default 512M)");
   // Shared with --serve (runtime/serve): keep one definition when both are present.
   g->add_option("--parallel", f.parallel, "sequences run together (server slots), each with its own KV cache (default 1; 4 with --serve)");
-  g->add_option("--kv-type", f.kv_type, "KV cache type (f32; the only one this build has)");
+  g->add_option("--kv-type", f.kv_type, "KV cache type: f16 (default; as llama.cpp), q8_0 (half of f16; head dimensions multiple of 32), f32 (what the conformance references use)");
   g->add_flag("--allow-paging", f.allow_paging,
               "start even if the weights that are read every token do not fit the RAM budget (the OS pages them "
               "from disk: slow)");

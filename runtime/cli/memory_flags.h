@@ -18,7 +18,7 @@ struct MemoryFlags {
   // Not a value anyone can type in range, so an explicit --parallel -1 is refused like 0.
   static constexpr int32_t kParallelUnset = std::numeric_limits<int32_t>::min();
   int32_t parallel = kParallelUnset;  // unset: 1 sequence, or 4 slots with --serve
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";
   bool allow_paging = false;
   std::string large_pages = "auto";
   std::string expert_device = "none";

@@ -1,8 +1,11 @@
 #include "runtime/kernels/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
+
+#include "runtime/quant/fp_convert.h"
 
 namespace strata::kernels {
 
@@ -23,6 +26,45 @@ void AttnMixRef(const float* p, const float* V, int64_t stride, int64_t n, int64
   }
 }
 
+float KvValueRef(const void* row, KvType t, int64_t i) {
+  const auto* b = static_cast<const uint8_t*>(row);
+  switch (t) {
+    case KvType::kF16: {
+      uint16_t h;
+      std::memcpy(&h, b + 2 * i, 2);
+      return Fp16ToFp32(h);
+    }
+    case KvType::kQ8_0: {
+      const uint8_t* blk = b + i / kKvQ8Block * kKvQ8BlockBytes;
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      return Fp16ToFp32(h) * static_cast<float>(static_cast<int8_t>(blk[2 + i % kKvQ8Block]));
+    }
+    case KvType::kF32: break;
+  }
+  float f;
+  std::memcpy(&f, b + 4 * i, 4);
+  return f;
+}
+
+void AttnScoresRefKv(const float* q, const void* K, int64_t stride, KvType t, int64_t n, int64_t d, float scale,
+                     float* scores) {
+  for (int64_t j = 0; j < n; ++j) {
+    const void* kj = static_cast<const uint8_t*>(K) + j * stride;
+    float s = 0.0f;
+    for (int64_t i = 0; i < d; ++i) s += q[i] * KvValueRef(kj, t, i);
+    scores[j] = s * scale;
+  }
+}
+
+void AttnMixRefKv(const float* p, const void* V, int64_t stride, KvType t, int64_t n, int64_t d, float* o) {
+  for (int64_t j = 0; j < n; ++j) {
+    const void* vj = static_cast<const uint8_t*>(V) + j * stride;
+    const float pj = p[j];
+    for (int64_t i = 0; i < d; ++i) o[i] += pj * KvValueRef(vj, t, i);
+  }
+}
+
 void AttnBlockRef(const AttnBlockArgs& a) {
   for (int64_t r = 0; r < a.rows; ++r) {
     float* o = a.o[r];
@@ -30,7 +72,7 @@ void AttnBlockRef(const AttnBlockArgs& a) {
     const int64_t n = a.n_keys[r];
     if (n <= 0) continue;
     float* p = a.scratch;
-    AttnScoresRef(a.q[r], a.K, a.k_stride, n, a.dk, a.scale, p);
+    AttnScoresRefKv(a.q[r], a.K, a.k_stride, a.kv, n, a.dk, a.scale, p);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, p[j]);
     double sum = 0.0;
@@ -40,7 +82,7 @@ void AttnBlockRef(const AttnBlockArgs& a) {
     }
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t j = 0; j < n; ++j) p[j] *= inv;
-    AttnMixRef(p, a.V, a.v_stride, n, a.dv, o);
+    AttnMixRefKv(p, a.V, a.v_stride, a.kv, n, a.dv, o);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "runtime/kernels/cpu_features.h"
+#include "runtime/kernels/kv_type.h"
 
 namespace strata::kernels {
 
@@ -27,18 +28,22 @@ using AttnMixFn = void (*)(const float* p, const float* V, int64_t stride, int64
 // tokens of one sequence x the query heads of a GQA group):
 //   o_r = softmax(scale * q_r . K[j], j < n_keys[r]) . V[0 .. n_keys[r])
 // Row r sees its first n_keys[r] keys (causal: a later token sees more); a
-// row with no keys gets zeros. K and V rows are k_stride / v_stride floats
-// apart. Written to o[r][0 .. dv).
+// row with no keys gets zeros. K and V rows are k_stride / v_stride BYTES
+// apart and stored as `kv` (kv_type.h: F32, F16 or Q8_0; Q8_0 needs dk and
+// dv multiples of 32); every kernel reads each type, converting values to
+// F32 as it loads them (a Q8_0 value is d * q, exact in float). Written to
+// o[r][0 .. dv).
 inline constexpr int64_t kAttnKeyBlock = 64;  // keys per block of the fast kernels
 struct AttnBlockArgs {
   const float* const* q = nullptr;  // rows pointers to dk floats
   const int64_t* n_keys = nullptr;  // rows
   float* const* o = nullptr;        // rows pointers to dv floats
   int64_t rows = 0;
-  const float* K = nullptr;
-  int64_t k_stride = 0;
-  const float* V = nullptr;
-  int64_t v_stride = 0;
+  const void* K = nullptr;
+  int64_t k_stride = 0;  // bytes
+  const void* V = nullptr;
+  int64_t v_stride = 0;  // bytes
+  KvType kv = KvType::kF32;
   int64_t dk = 0, dv = 0;
   float scale = 1.0f;
   float* scratch = nullptr;  // AttnBlockScratchFloats(rows) floats (the reference: max(n_keys))
@@ -66,8 +71,15 @@ const AttnKernels& AttnKernelsFor(IsaLevel level);
 
 void AttnScoresRef(const float* q, const float* K, int64_t stride, int64_t n, int64_t d, float scale, float* scores);
 void AttnMixRef(const float* p, const float* V, int64_t stride, int64_t n, int64_t d, float* o);
-// Row by row: AttnScoresRef, a softmax (max subtracted, exp in double, the
-// sum in double), AttnMixRef. Scratch: at least max(n_keys) floats.
+// The same two loops over rows stored as `t`, `stride` bytes apart (what
+// --reference runs for every KV type; for F32 they are the two above).
+void AttnScoresRefKv(const float* q, const void* K, int64_t stride, KvType t, int64_t n, int64_t d, float scale,
+                     float* scores);
+void AttnMixRefKv(const float* p, const void* V, int64_t stride, KvType t, int64_t n, int64_t d, float* o);
+// Value i of a row stored as `t` (F32, exactly as the kernels convert it).
+float KvValueRef(const void* row, KvType t, int64_t i);
+// Row by row: AttnScoresRefKv, a softmax (max subtracted, exp in double, the
+// sum in double), AttnMixRefKv. Scratch: at least max(n_keys) floats.
 void AttnBlockRef(const AttnBlockArgs& a);
 
 // attention_avx2.cc / attention_avx512.cc

@@ -104,6 +104,10 @@ struct Avx2Traits {
   static constexpr int kLanes = 8;
   static T Zero() { return _mm256_setzero_ps(); }
   static T Load(const float* p) { return _mm256_loadu_ps(p); }
+  // F16 -> F32 (F16C), int8 -> F32, one F16 scale.
+  static T LoadHalf(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static T LoadI8(const uint8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))); }
+  static float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
   static void Store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T Set1(float x) { return _mm256_set1_ps(x); }
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
@@ -134,6 +138,13 @@ struct Avx2Traits {
 
 // 2 rows x 4 keys of scores per tile, 2 rows x 32 dimensions of output (8
 // accumulators each, of 16 registers).
-void AttnBlockAvx2(const AttnBlockArgs& a) { AttnBlockT<Avx2Traits, 2, 4, 4>(a); }
+void AttnBlockAvx2(const AttnBlockArgs& a) {
+  switch (a.kv) {
+    case KvType::kF16: return AttnBlockT<Avx2Traits, KvType::kF16, 2, 4, 4>(a);
+    case KvType::kQ8_0: return AttnBlockT<Avx2Traits, KvType::kQ8_0, 2, 4, 4>(a);
+    case KvType::kF32: break;
+  }
+  AttnBlockT<Avx2Traits, KvType::kF32, 2, 4, 4>(a);
+}
 
 }  // namespace strata::kernels

@@ -111,6 +111,10 @@ struct Avx512Traits {
   static constexpr int kLanes = 16;
   static T Zero() { return _mm512_setzero_ps(); }
   static T Load(const float* p) { return _mm512_loadu_ps(p); }
+  // F16 -> F32 (F16C), int8 -> F32, one F16 scale.
+  static T LoadHalf(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static T LoadI8(const uint8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))); }
+  static float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
   static void Store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T Set1(float x) { return _mm512_set1_ps(x); }
   static T Add(T a, T b) { return _mm512_add_ps(a, b); }
@@ -133,6 +137,13 @@ struct Avx512Traits {
 }  // namespace
 
 // 4 rows x 4 keys of scores (16 accumulators), 4 rows x 64 dimensions of output.
-void AttnBlockAvx512(const AttnBlockArgs& a) { AttnBlockT<Avx512Traits, 4, 4, 4>(a); }
+void AttnBlockAvx512(const AttnBlockArgs& a) {
+  switch (a.kv) {
+    case KvType::kF16: return AttnBlockT<Avx512Traits, KvType::kF16, 4, 4, 4>(a);
+    case KvType::kQ8_0: return AttnBlockT<Avx512Traits, KvType::kQ8_0, 4, 4, 4>(a);
+    case KvType::kF32: break;
+  }
+  AttnBlockT<Avx512Traits, KvType::kF32, 4, 4, 4>(a);
+}
 
 }  // namespace strata::kernels

@@ -22,7 +22,8 @@
 //   3. the probabilities times the value block are added to the output, RB
 //      rows x CB vectors of dimensions at a time.
 // K and V are thus read once per block of rows instead of once per row, and
-// exp runs vectorized (a Cephes-style polynomial, ~1 ulp).
+// exp runs vectorized (a Cephes-style polynomial, ~1 ulp). K and V are read
+// as stored (F32, F16 or Q8_0: E), converted to floats as they are loaded.
 
 #include <cstdint>
 
@@ -59,12 +60,42 @@ inline typename V::T ExpV(typename V::T x) {
   return V::Mul(y, V::Pow2(fx));
 }
 
+// Values d .. d + kLanes of a K or V row stored as E, as floats. A Q8_0
+// vector never straddles a block (kLanes divides 32, and Q8_0 rows have no
+// dimension tail): d * q with the block's F16 scale, as KvValueRef.
+template <class V, KvType E>
+inline typename V::T LoadKv(const uint8_t* row, int64_t d) {
+  if constexpr (E == KvType::kF32) {
+    return V::Load(reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (E == KvType::kF16) {
+    return V::LoadHalf(row + 2 * d);
+  } else {
+    const uint8_t* blk = row + d / kKvQ8Block * kKvQ8BlockBytes;
+    const float scale = V::HalfToFloat(static_cast<uint16_t>(blk[0] | (blk[1] << 8)));
+    return V::Mul(V::Set1(scale), V::LoadI8(blk + 2 + d % kKvQ8Block));
+  }
+}
+// Value d of such a row (dimension tails: F32 and F16 only).
+template <class V, KvType E>
+inline float KvScalar(const uint8_t* row, int64_t d) {
+  if constexpr (E == KvType::kF32) {
+    return reinterpret_cast<const float*>(row)[d];
+  } else if constexpr (E == KvType::kF16) {
+    return V::HalfToFloat(static_cast<uint16_t>(row[2 * d] | (row[2 * d + 1] << 8)));
+  } else {
+    const uint8_t* blk = row + d / kKvQ8Block * kKvQ8BlockBytes;
+    return V::HalfToFloat(static_cast<uint16_t>(blk[0] | (blk[1] << 8))) *
+           static_cast<float>(static_cast<int8_t>(blk[2 + d % kKvQ8Block]));
+  }
+}
+
 // s[i][c] = scale * dot(q_i, key j0 + c) for RB rows and KB keys: RB x KB
 // accumulators over the head's dimensions (each query and key vector loaded
 // once per step), then one horizontal sum per output; a dimension tail past
-// whole vectors is added in scalar code. s rows are kAttnKeyBlock apart.
-template <class V, int RB, int KB>
-inline void ScoresTile(const float* const* q, const float* K, int64_t ks, int64_t dk, float scale, float* s) {
+// whole vectors is added in scalar code. s rows are kAttnKeyBlock apart; key
+// rows are ks bytes apart.
+template <class V, KvType E, int RB, int KB>
+inline void ScoresTile(const float* const* q, const uint8_t* K, int64_t ks, int64_t dk, float scale, float* s) {
   using T = typename V::T;
   constexpr int64_t kKeys = kAttnKeyBlock;
   T acc[RB][KB];
@@ -73,7 +104,7 @@ inline void ScoresTile(const float* const* q, const float* K, int64_t ks, int64_
   const int64_t dvec = dk / V::kLanes * V::kLanes;
   for (int64_t d = 0; d < dvec; d += V::kLanes) {
     T kv[KB];
-    for (int c = 0; c < KB; ++c) kv[c] = V::Load(K + c * ks + d);
+    for (int c = 0; c < KB; ++c) kv[c] = LoadKv<V, E>(K + c * ks, d);
     for (int i = 0; i < RB; ++i) {
       const T qv = V::Load(q[i] + d);
       for (int c = 0; c < KB; ++c) acc[i][c] = V::Fma(qv, kv[c], acc[i][c]);
@@ -87,24 +118,24 @@ inline void ScoresTile(const float* const* q, const float* K, int64_t ks, int64_
       for (int c = 0; c < KB; ++c) out[c] = V::ReduceAdd(acc[i][c]);
     }
     for (int64_t d = dvec; d < dk; ++d)
-      for (int c = 0; c < KB; ++c) out[c] += q[i][d] * K[c * ks + d];
+      for (int c = 0; c < KB; ++c) out[c] += q[i][d] * KvScalar<V, E>(K + c * ks, d);
     for (int c = 0; c < KB; ++c) s[i * kKeys + c] = out[c] * scale;
   }
 }
 
 // o_r[c0 ..) += sum over j < nb of p[r][j] * V[j][c0 ..) for RB rows and CB
-// vectors of dimensions.
-template <class V, int RB, int CB>
-inline void MixTile(const float* p, float* const* o, int64_t c0, const float* Vb, int64_t v_stride, int64_t nb) {
+// vectors of dimensions; value rows are v_stride bytes apart.
+template <class V, KvType E, int RB, int CB>
+inline void MixTile(const float* p, float* const* o, int64_t c0, const uint8_t* Vb, int64_t v_stride, int64_t nb) {
   using T = typename V::T;
   constexpr int64_t kKeys = kAttnKeyBlock;
   T acc[RB][CB];
   for (int i = 0; i < RB; ++i)
     for (int c = 0; c < CB; ++c) acc[i][c] = V::Load(o[i] + c0 + c * V::kLanes);
   for (int64_t j = 0; j < nb; ++j) {
-    const float* vj = Vb + j * v_stride + c0;
+    const uint8_t* vj = Vb + j * v_stride;
     T vv[CB];
-    for (int c = 0; c < CB; ++c) vv[c] = V::Load(vj + c * V::kLanes);
+    for (int c = 0; c < CB; ++c) vv[c] = LoadKv<V, E>(vj, c0 + c * V::kLanes);
     for (int i = 0; i < RB; ++i) {
       const T pv = V::Set1(p[i * kKeys + j]);
       for (int c = 0; c < CB; ++c) acc[i][c] = V::Fma(pv, vv[c], acc[i][c]);
@@ -114,7 +145,7 @@ inline void MixTile(const float* p, float* const* o, int64_t c0, const float* Vb
     for (int c = 0; c < CB; ++c) V::Store(o[i] + c0 + c * V::kLanes, acc[i][c]);
 }
 
-template <class V, int RB, int KB, int CBM>
+template <class V, KvType E, int RB, int KB, int CBM>
 void AttnBlockT(const AttnBlockArgs& a) {
   using T = typename V::T;
   constexpr int L = V::kLanes;
@@ -136,17 +167,17 @@ void AttnBlockT(const AttnBlockArgs& a) {
     const int64_t nb = MinI(kKeys, n_max - kb);
     // 1. Scores of every row against the key block (rows whose keys ended
     // are overwritten below).
-    const float* Kb = a.K + kb * a.k_stride;
+    const uint8_t* Kb = static_cast<const uint8_t*>(a.K) + kb * a.k_stride;
     int64_t r = 0;
     for (; r + RB <= R; r += RB) {
       int64_t j = 0;
-      for (; j + KB <= nb; j += KB) ScoresTile<V, RB, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
-      for (; j < nb; ++j) ScoresTile<V, RB, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j + KB <= nb; j += KB) ScoresTile<V, E, RB, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j < nb; ++j) ScoresTile<V, E, RB, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
     }
     for (; r < R; ++r) {
       int64_t j = 0;
-      for (; j + KB <= nb; j += KB) ScoresTile<V, 1, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
-      for (; j < nb; ++j) ScoresTile<V, 1, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j + KB <= nb; j += KB) ScoresTile<V, E, 1, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+      for (; j < nb; ++j) ScoresTile<V, E, 1, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
     }
     // 2. Mask and online softmax.
     for (r = 0; r < R; ++r) {
@@ -183,21 +214,21 @@ void AttnBlockT(const AttnBlockArgs& a) {
       m[r] = m_new;
     }
     // 3. Probabilities times the value block.
-    const float* Vb = a.V + kb * a.v_stride;
+    const uint8_t* Vb = static_cast<const uint8_t*>(a.V) + kb * a.v_stride;
     for (r = 0; r + RB <= R; r += RB) {
-      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, RB, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, RB, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, RB, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, RB, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
     }
     for (; r < R; ++r) {
-      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, 1, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, 1, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, 1, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
+      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, 1, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
     }
     if (dv_vecs < dv) {
       for (r = 0; r < R; ++r) {
         const float* p = s + r * kKeys;
         float* o = a.o[r];
         for (int64_t j = 0; j < nb; ++j)
-          for (int64_t d = dv_vecs; d < dv; ++d) o[d] += p[j] * Vb[j * a.v_stride + d];
+          for (int64_t d = dv_vecs; d < dv; ++d) o[d] += p[j] * KvScalar<V, E>(Vb + j * a.v_stride, d);
       }
     }
   }

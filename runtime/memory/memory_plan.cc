@@ -29,10 +29,14 @@ const TensorView& HostRead(const Model& m, const TensorView& t, bool decode_copi
 }  // namespace
 
 Result<KvType> ParseKvType(std::string_view s) {
-  if (s == "f32" || s == "F32") return KvType::kF32;
-  if (s == "f16" || s == "F16" || s == "q8_0" || s == "Q8_0")
-    return Unsupported("--kv-type " + std::string(s) + ": this build keeps the KV cache in F32 only");
-  return InvalidArgument("--kv-type '" + Printable(s) + "': expected f32");
+  auto lower = [](std::string_view x) {
+    std::string r(x);
+    for (char& c : r) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return r;
+  };
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0})
+    if (lower(s) == lower(KvTypeName(t))) return t;
+  return InvalidArgument("--kv-type '" + Printable(s) + "': expected f16 (the default), q8_0 or f32");
 }
 
 int64_t PlanTokensPerPass(const PlanInputs& in) {
@@ -114,6 +118,7 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
   const HParams& hp = model.hp();
   if (in.n_ctx < 1) return InvalidArgument("the memory plan needs a context of at least 1 position");
   if (in.parallel < 1) return InvalidArgument("the memory plan needs at least 1 sequence (--parallel)");
+  STRATA_RETURN_IF_ERROR(SequenceState::CheckKvType(hp, in.kv_type));
   if (in.expert_slots < 0 || in.expert_pinned < 0 || in.expert_pinned > in.expert_slots)
     return InvalidArgument(StrFormat("expert slots %d with %d pinned: expected 0 <= pinned <= slots", in.expert_slots,
                                      in.expert_pinned));
@@ -133,9 +138,10 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
   plan.model = StrFormat("%s, %u layers", std::string(ArchName(model.arch())).c_str(), hp.n_layer);
   if (hp.n_expert)
     plan.model += StrFormat(", %u experts per layer (top-%u)", hp.n_expert, hp.n_expert_used);
-  plan.shape = StrFormat("context %lld x %d sequence%s, passes of up to %lld tokens, %d thread%s, KV cache F32",
+  plan.shape = StrFormat("context %lld x %d sequence%s, passes of up to %lld tokens, %d thread%s, KV cache %s",
                          static_cast<long long>(in.n_ctx), in.parallel, in.parallel == 1 ? "" : "s",
-                         static_cast<long long>(T), in.threads, in.threads == 1 ? "" : "s");
+                         static_cast<long long>(T), in.threads, in.threads == 1 ? "" : "s",
+                         std::string(KvTypeName(in.kv_type)).c_str());
   plan.large_page_bytes = in.large_page_bytes;
   if (in.large_page_bytes) plan.shape += ", large pages " + HumanBytes(in.large_page_bytes);
   auto add = [&](std::string item, PlanPool pool, uint64_t bytes, bool counts, std::string how) {
@@ -194,13 +200,17 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
                   backend.name().c_str(), std::string(PlacementName(backend.WeightPlacement())).c_str()));
 
   // --- heap
-  const uint64_t per_seq = SequenceState::BytesFor(hp, in.n_ctx);
+  const uint64_t per_seq = SequenceState::BytesFor(hp, in.n_ctx, in.kv_type);
   const uint64_t recurrent = SequenceState::RecurrentBytesFor(hp);
   uint32_t attn_layers = 0;
   for (uint32_t il = 0; il < hp.n_layer; ++il) attn_layers += hp.IsRecurrentLayer(il) ? 0 : 1;
-  add("KV cache (F32)", PlanPool::kHeap, static_cast<uint64_t>(in.parallel) * (per_seq - recurrent), true,
-      StrFormat("%d seq x %lld positions x %u attention layers x %u KV heads x (%u + %u) dims x 4 B", in.parallel,
-                static_cast<long long>(in.n_ctx), attn_layers, hp.n_head_kv, hp.head_dim_k, hp.head_dim_v));
+  const std::string kv_name(KvTypeName(in.kv_type));
+  add("KV cache (" + kv_name + ")", PlanPool::kHeap, static_cast<uint64_t>(in.parallel) * (per_seq - recurrent), true,
+      StrFormat("%d seq x %lld positions x %u attention layers x %u KV heads x (%lld + %lld) B (%u + %u dims as %s)",
+                in.parallel, static_cast<long long>(in.n_ctx), attn_layers, hp.n_head_kv,
+                static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)),
+                static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_v)), hp.head_dim_k, hp.head_dim_v,
+                kv_name.c_str()));
   if (recurrent)
     add("recurrent state (F32)", PlanPool::kHeap, static_cast<uint64_t>(in.parallel) * recurrent, true,
         StrFormat("%d seq x %u delta-net layers x (conv window + %u heads x %u x %u state)", in.parallel,

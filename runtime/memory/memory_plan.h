@@ -34,8 +34,8 @@
 
 namespace strata {
 
-enum class KvType : uint8_t { kF32 = 0 };
-Result<KvType> ParseKvType(std::string_view s);  // "f32" (F16 is not implemented: kUnsupported)
+// "f32", "f16", "q8_0" (any case): kernels/kv_type.h.
+Result<KvType> ParseKvType(std::string_view s);
 
 struct PlanInputs {
   int64_t n_ctx = 0;        // positions per sequence

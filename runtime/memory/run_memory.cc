@@ -160,7 +160,7 @@ Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup&
   STRATA_ASSIGN_OR_RETURN(r.workspace, backend.CreateWorkspace(workspace, "the forward-pass workspace"));
   STRATA_RETURN_IF_ERROR(backend.ReserveScratch(scratch));
   for (int32_t i = 0; i < in.parallel; ++i) {
-    auto st = SequenceState::Create(backend, model.hp(), in.n_ctx);
+    auto st = SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type);
     if (!st.ok()) return st.status();
     r.states.push_back(std::move(*st));
   }

@@ -84,7 +84,8 @@ class Backend {
   // --- run state ------------------------------------------------------------
   // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.
   // Errors: kResourceExhausted with the size.
-  Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx);
+  // Errors also: a KV type this model's head dimensions do not fit.
+  Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32);
   // The most workspace a pass of this shape takes on this backend (exact for
   // the largest pass; the memory plan and ForwardBatch size workspaces with it).
   virtual uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const = 0;
@@ -185,8 +186,8 @@ class CpuBackend : public Backend {
   // For the ops (cpu_backend.cc, delta_net.cc): host addresses of backend
   // memory, and the weights as this backend holds them.
   uint8_t* HostData(const BackendBuffer& b) const;
-  float* StateK(const SequenceState& s, int32_t il) const;
-  float* StateV(const SequenceState& s, int32_t il) const;
+  uint8_t* StateK(const SequenceState& s, int32_t il) const;  // rows of s.kv_type
+  uint8_t* StateV(const SequenceState& s, int32_t il) const;
   float* StateConv(const SequenceState& s, int32_t il) const;
   float* StateSsm(const SequenceState& s, int32_t il) const;
   // The resident copy of a tensor of the bound model (the tensor itself when

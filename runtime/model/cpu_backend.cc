@@ -15,6 +15,7 @@
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
 #include "runtime/quant/dequantize.h"
+#include "runtime/quant/quantize.h"
 
 namespace strata {
 
@@ -43,11 +44,13 @@ void BackendBuffer::Reset() {
   owner_ = nullptr;
 }
 
-Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx) {
+Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvType kv) {
+  STRATA_RETURN_IF_ERROR(SequenceState::CheckKvType(hp, kv));
   SequenceState st;
   st.n_ctx = n_ctx;
+  st.kv_type = kv;
   uint64_t bytes = 0;
-  st.layers = SequenceState::Layout(hp, n_ctx, &bytes);
+  st.layers = SequenceState::Layout(hp, n_ctx, kv, &bytes);
   auto buf = Allocate(bytes, StrFormat("the sequence state (%lld positions)", static_cast<long long>(n_ctx)));
   if (!buf.ok())
     return ResourceExhausted(StrFormat("cannot allocate the sequence state: %s for %lld positions (%s)",
@@ -177,22 +180,20 @@ Result<Workspace> CpuBackend::CreateWorkspace(uint64_t bytes, std::string_view w
 }
 
 namespace {
-float* PartPtr(uint8_t* base, const SequenceState::Part& p) {
-  return p.floats ? reinterpret_cast<float*>(base) + p.offset : nullptr;
-}
+uint8_t* PartPtr(uint8_t* base, const SequenceState::Part& p) { return p.bytes ? base + p.offset : nullptr; }
 }  // namespace
 
-float* CpuBackend::StateK(const SequenceState& s, int32_t il) const {
+uint8_t* CpuBackend::StateK(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].k);
 }
-float* CpuBackend::StateV(const SequenceState& s, int32_t il) const {
+uint8_t* CpuBackend::StateV(const SequenceState& s, int32_t il) const {
   return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].v);
 }
 float* CpuBackend::StateConv(const SequenceState& s, int32_t il) const {
-  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].conv);
+  return reinterpret_cast<float*>(PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].conv));
 }
 float* CpuBackend::StateSsm(const SequenceState& s, int32_t il) const {
-  return PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].ssm);
+  return reinterpret_cast<float*>(PartPtr(HostData(s.storage), s.layers[static_cast<size_t>(il)].ssm));
 }
 
 Status CpuBackend::ClearRecurrent(SequenceState& s) {
@@ -200,8 +201,8 @@ Status CpuBackend::ClearRecurrent(SequenceState& s) {
   OpScope scope(*this);
   for (size_t il = 0; il < s.layers.size(); ++il) {
     const int32_t l = static_cast<int32_t>(il);
-    if (float* c = StateConv(s, l)) std::fill(c, c + s.layers[il].conv.floats, 0.0f);
-    if (float* m = StateSsm(s, l)) std::fill(m, m + s.layers[il].ssm.floats, 0.0f);
+    if (float* c = StateConv(s, l)) std::fill(c, c + s.layers[il].conv.floats(), 0.0f);
+    if (float* m = StateSsm(s, l)) std::fill(m, m + s.layers[il].ssm.floats(), 0.0f);
   }
   return Status::Ok();
 }
@@ -212,11 +213,11 @@ Status CpuBackend::CopyRecurrent(const SequenceState& from, SequenceState& to) {
   OpScope scope(*this);
   for (size_t il = 0; il < to.layers.size(); ++il) {
     const int32_t l = static_cast<int32_t>(il);
-    if (from.layers[il].conv.floats != to.layers[il].conv.floats ||
-        from.layers[il].ssm.floats != to.layers[il].ssm.floats)
+    if (from.layers[il].conv.floats() != to.layers[il].conv.floats() ||
+        from.layers[il].ssm.floats() != to.layers[il].ssm.floats())
       return Internal("CopyRecurrent: states of different models");
-    if (float* c = StateConv(to, l)) std::copy_n(StateConv(from, l), to.layers[il].conv.floats, c);
-    if (float* m = StateSsm(to, l)) std::copy_n(StateSsm(from, l), to.layers[il].ssm.floats, m);
+    if (float* c = StateConv(to, l)) std::copy_n(StateConv(from, l), to.layers[il].conv.floats(), c);
+    if (float* m = StateSsm(to, l)) std::copy_n(StateSsm(from, l), to.layers[il].ssm.floats(), m);
   }
   return Status::Ok();
 }
@@ -377,6 +378,19 @@ uint64_t SharedExpertBytes(const HParams& hp, uint64_t n) {
   return TakeBytes<float>(n * hp.n_embd) + SwiGluBytes(n, hp.n_ff_shexp);
 }
 
+// Stores n floats (one position's row of every KV head) as `t` at dst. F16:
+// round-to-nearest-even; Q8_0: ggml-cpu's x86 rule (quantize.h), which is
+// how llama.cpp on x86 writes a Q8_0 cache; blocks never straddle heads
+// (Q8_0 needs head dimensions that are multiples of 32).
+void StoreKvRow(KvType t, const float* src, int64_t n, uint8_t* dst) {
+  switch (t) {
+    case KvType::kF16: Fp32RowToFp16Unchecked(src, dst, n); return;
+    case KvType::kQ8_0: QuantizeRowQ8_0Unchecked(Q8_0Rule::kGgmlX86Simd, src, dst, n); return;
+    case KvType::kF32: break;
+  }
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
 // SwiGLU: down(silu(gate x) * up x) for the rows of x. `scratch`: 2 * rows *
 // gate.rows floats, or null to take them from the workspace.
 Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const WeightMatrix& up,
@@ -439,11 +453,12 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
       rope(kk, p.pos[t]);
     }
   }
-  // Append to each sequence's cache.
+  // Append to each sequence's cache, stored as its KV type.
   for (int64_t t = 0; t < n; ++t) {
     SequenceState& st = p.St(t);
-    std::memcpy(StateK(st, il) + p.pos[t] * Hkv * Dk, &k[t * Hkv * Dk], Hkv * Dk * sizeof(float));
-    std::memcpy(StateV(st, il) + p.pos[t] * Hkv * Dv, &v[t * Hkv * Dv], Hkv * Dv * sizeof(float));
+    const int64_t k_row = Hkv * KvHeadBytes(st.kv_type, Dk), v_row = Hkv * KvHeadBytes(st.kv_type, Dv);
+    StoreKvRow(st.kv_type, &k[t * Hkv * Dk], Hkv * Dk, StateK(st, il) + p.pos[t] * k_row);
+    StoreKvRow(st.kv_type, &v[t * Hkv * Dv], Hkv * Dv, StateV(st, il) + p.pos[t] * v_row);
   }
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
@@ -461,14 +476,15 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
         for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
           const int64_t t = job / H, hh = job % H, kvh = hh / group;
           const int64_t n_keys = p.pos[t] + 1;  // causal
-          const float* K = StateK(p.St(t), il);
-          const float* V = StateV(p.St(t), il);
+          const SequenceState& st = p.St(t);
+          const KvType kt = st.kv_type;
+          const int64_t kh = KvHeadBytes(kt, Dk), vh = KvHeadBytes(kt, Dv);
           const float* q = q_at(t, hh);
-          ak.scores(q, K + kvh * Dk, Hkv * Dk, n_keys, Dk, scale, scores);
+          kernels::AttnScoresRefKv(q, StateK(st, il) + kvh * kh, Hkv * kh, kt, n_keys, Dk, scale, scores);
           ops::Softmax(scores, n_keys);
           float* o = attn + (t * H + hh) * Dv;
           std::fill(o, o + Dv, 0.0f);
-          ak.mix(scores, V + kvh * Dv, Hkv * Dv, n_keys, Dv, o);
+          kernels::AttnMixRefKv(scores, StateV(st, il) + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
           if (gated) apply_gate(q, o);
         }
       }
@@ -512,15 +528,17 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
               n_keys[rows] = p.pos[t] + 1;  // causal
             }
           const SequenceState& st = p.St(block_start[b]);
+          const int64_t kh = KvHeadBytes(st.kv_type, Dk), vh = KvHeadBytes(st.kv_type, Dv);
           kernels::AttnBlockArgs a;
           a.q = q_rows;
           a.n_keys = n_keys;
           a.o = o_rows;
           a.rows = rows;
-          a.K = StateK(st, il) + kvh * Dk;
-          a.k_stride = Hkv * Dk;
-          a.V = StateV(st, il) + kvh * Dv;
-          a.v_stride = Hkv * Dv;
+          a.K = StateK(st, il) + kvh * kh;
+          a.k_stride = Hkv * kh;
+          a.V = StateV(st, il) + kvh * vh;
+          a.v_stride = Hkv * vh;
+          a.kv = st.kv_type;
           a.dk = Dk;
           a.dv = Dv;
           a.scale = scale;

@@ -1,7 +1,7 @@
 #pragma once
 // SequenceState: everything one sequence carries between forward calls: the
-// KV cache of the attention layers (F32, as the conformance references use)
-// and the recurrent state of gated delta-net layers (convolution window and
+// KV cache of the attention layers (F32, F16 or Q8_0: kernels/kv_type.h; the
+// conformance references use F32) and the recurrent state of gated delta-net layers (convolution window and
 // delta-rule matrix per head). The memory belongs to the backend that made
 // the state (Backend::CreateState); the state holds a handle to it and the
 // layout, and only that backend's ops read or write it.
@@ -11,6 +11,7 @@
 
 #include "runtime/arch/arch_spec.h"
 #include "runtime/base/status.h"
+#include "runtime/kernels/kv_type.h"
 #include "runtime/model/backend_buffer.h"
 
 namespace strata {
@@ -19,19 +20,22 @@ struct SequenceState {
   int64_t n_ctx = 0;   // positions the KV cache holds
   int64_t n_past = 0;  // positions already processed
 
-  // Float offsets into `storage` per layer, and the floats there; 0 floats
-  // for parts a layer does not use. Every part starts on a 64-byte boundary,
-  // so head rows of 16 floats or a multiple start on a cache line (SIMD loads
-  // in the attention and delta-rule loops never split a line).
+  KvType kv_type = KvType::kF32;  // how the KV rows are stored
+
+  // Byte offsets into `storage` per layer, and the bytes there; 0 bytes for
+  // parts a layer does not use. Every part starts on a 64-byte boundary, so
+  // F32 head rows of 16 floats or a multiple start on a cache line (SIMD
+  // loads in the attention and delta-rule loops never split a line).
   struct Part {
     uint64_t offset = 0;
-    uint64_t floats = 0;
+    uint64_t bytes = 0;
+    uint64_t floats() const { return bytes / sizeof(float); }  // conv, ssm (F32)
   };
   struct Layer {
-    Part k;     // [n_ctx][n_head_kv * head_dim_k]
-    Part v;     // [n_ctx][n_head_kv * head_dim_v]
-    Part conv;  // [(d_conv - 1)][conv_dim]: the last inputs
-    Part ssm;   // [n_v_heads][d_state (key)][d_state (value)]
+    Part k;     // [n_ctx][n_head_kv][head_dim_k as kv_type]
+    Part v;     // [n_ctx][n_head_kv][head_dim_v as kv_type]
+    Part conv;  // [(d_conv - 1)][conv_dim] F32: the last inputs
+    Part ssm;   // [n_v_heads][d_state (key)][d_state (value)] F32
   };
   std::vector<Layer> layers;
   BackendBuffer storage;
@@ -39,14 +43,17 @@ struct SequenceState {
   Backend* backend() const { return storage.owner(); }
 
   // Bytes a state for these hyperparameters and context takes.
-  static uint64_t BytesFor(const HParams& hp, int64_t n_ctx);
+  static uint64_t BytesFor(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32);
   // The part of BytesFor that does not grow with the context (recurrent state).
   static uint64_t RecurrentBytesFor(const HParams& hp) { return BytesFor(hp, 0); }
   // The layout for n_ctx positions; `bytes` (if given): the end of its last
   // part, which is BytesFor.
-  static std::vector<Layer> Layout(const HParams& hp, int64_t n_ctx, uint64_t* bytes = nullptr);
+  static std::vector<Layer> Layout(const HParams& hp, int64_t n_ctx, KvType kv, uint64_t* bytes = nullptr);
+  // Whether this model's KV rows can be stored as `kv` (Q8_0: head dimensions
+  // a multiple of 32); the error says which dimension does not fit.
+  static Status CheckKvType(const HParams& hp, KvType kv);
   // Allocates for `n_ctx` positions on `backend` (Backend::CreateState).
-  static Result<SequenceState> Create(Backend& backend, const HParams& hp, int64_t n_ctx);
+  static Result<SequenceState> Create(Backend& backend, const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32);
   // Forgets all positions and zeroes the recurrent state (keeps the memory).
   Status Clear();
   // Keeps the first n positions (attention layers only; recurrent state

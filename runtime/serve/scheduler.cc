@@ -90,7 +90,7 @@ struct Scheduler::Slot {
 };
 
 uint64_t Scheduler::PlannedBytes(const HParams& hp, const SchedulerOptions& o) {
-  uint64_t per_slot = SequenceState::BytesFor(hp, o.n_ctx);
+  uint64_t per_slot = SequenceState::BytesFor(hp, o.n_ctx, o.kv_type);
   // The recurrent snapshot: as large as the recurrent part of a state, which
   // does not depend on the context.
   uint64_t recurrent = SequenceState::BytesFor(hp, 0);
@@ -124,12 +124,12 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, Backend
     if (o.memory) {
       slot->state = std::move(o.memory->states[static_cast<size_t>(i)]);
     } else {
-      auto st = SequenceState::Create(backend, hp, o.n_ctx);
+      auto st = SequenceState::Create(backend, hp, o.n_ctx, o.kv_type);
       if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
       slot->state = std::move(*st);
     }
     if (s->recurrent_) {
-      auto snap = SequenceState::Create(backend, hp, 0);
+      auto snap = SequenceState::Create(backend, hp, 0, o.kv_type);
       if (!snap.ok()) return snap.status().WithContext(StrFormat("the recurrent snapshot of slot %d", i));
       slot->snapshot = std::move(*snap);
     }

@@ -47,6 +47,7 @@ namespace strata::serve {
 struct SchedulerOptions {
   int parallel = 1;            // slots
   int64_t n_ctx = 4096;        // positions per slot
+  KvType kv_type = KvType::kF32;  // how the slots' KV caches store rows (--kv-type)
   int queue_limit = 64;        // requests waiting beyond the slots
   int32_t step_tokens = 512;   // tokens per forward pass, all slots together (>= parallel)
   bool log_requests = true;    // one line per finished request on stderr

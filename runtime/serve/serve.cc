@@ -141,6 +141,7 @@ SchedulerOptions SchedulerOptionsFor(const ServeOptions& o, int64_t n_ctx) {
   so.queue_limit = o.queue;
   so.step_tokens = std::max<int32_t>(o.batch, o.parallel);
   so.delta_net = o.delta_net;
+  so.kv_type = o.memory.kv_type;
   so.step_delay_ms = o.test_step_delay_ms;  // test hook: slow every step down
   return so;
 }
