@@ -55,7 +55,7 @@ void BM_AttentionBlock(benchmark::State& state, IsaLevel level, int64_t rows, in
   std::mt19937_64 rng(2);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   AlignedVector<float> q(static_cast<size_t>(rows * d)), o(static_cast<size_t>(rows * d)),
-      scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n))), x(static_cast<size_t>(4 * d));
+      scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, d, d), n))), x(static_cast<size_t>(4 * d));
   AlignedVector<uint8_t> buf(static_cast<size_t>(n * stride));
   for (float& v : q) v = u(rng);
   for (int64_t j = 0; j < n; ++j) {

@@ -231,7 +231,7 @@ TEST(AttentionKernels, BlockedAttentionMatchesDoublePrecision) {
                            : pattern == 1 ? pick(rng)
                                           : n_max);
             }
-            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n_max)),
+            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, dk, dv), n_max)),
                                        kSentinel);
             AttnBlockArgs a;
             a.q = qp.data();
@@ -288,7 +288,7 @@ TEST(AttentionKernels, BlockedAttentionReadsNothingPastTheLastKey) {
         std::vector<float> o0(static_cast<size_t>(d)), o1(static_cast<size_t>(d));
         float* op[2] = {o0.data(), o1.data()};
         const int64_t nk[2] = {n - 1, n};
-        std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2), n)));
+        std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2, d, d), n)));
         AttnBlockArgs a;
         a.q = qp;
         a.n_keys = nk;
@@ -343,8 +343,9 @@ TypedRows EncodeRows(KvType t, int64_t n, int64_t d, std::mt19937_64& rng, uint8
 // The blocked kernel on F16 and Q8_0 caches: every level against a double-
 // precision attention over the decoded values (so the only differences are
 // float summation order and exp), head sizes with every tail F16 allows and
-// the multiples of 32 Q8_0 needs, key counts across block edges; and the
-// typed reference loops (--reference) against the same.
+// the multiples of 32 Q8_0 needs, 1-32 rows (from 4 tiles of rows on, a block
+// is converted to F32 once: both ways are covered), key counts across block
+// edges; the reference level (--reference's loops) against the same.
 TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
   std::mt19937_64 rng(23);
   for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
@@ -353,7 +354,7 @@ TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
     for (IsaLevel level : Levels()) {
       const AttnKernels& k = AttnKernelsFor(level);
       for (int64_t d : dims) {
-        for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{8}}) {
+        for (int64_t rows : {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{8}, int64_t{17}, int64_t{32}}) {
           for (int64_t n_max : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{130}}) {
             SCOPED_TRACE(std::string(KvTypeName(t)) + " " + std::string(IsaName(level)) + " d=" + std::to_string(d) +
                          " rows=" + std::to_string(rows) + " keys=" + std::to_string(n_max));
@@ -369,7 +370,7 @@ TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
               op.push_back(o[static_cast<size_t>(r)].data());
               nk.push_back(std::max<int64_t>(1, n_max - (rows - 1 - r)));  // causal
             }
-            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows), n_max)), kSentinel);
+            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, d, d), n_max)), kSentinel);
             AttnBlockArgs a;
             a.q = qp.data();
             a.n_keys = nk.data();
@@ -426,7 +427,7 @@ TEST(AttentionKernels, TypedCachesReadNothingPastTheLastKey) {
           std::vector<float> o0(static_cast<size_t>(d)), o1(static_cast<size_t>(d));
           float* op[2] = {o0.data(), o1.data()};
           const int64_t nk[2] = {n - 1, n};
-          std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2), n)));
+          std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2, d, d), n)));
           AttnBlockArgs a;
           a.q = qp;
           a.n_keys = nk;

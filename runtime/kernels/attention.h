@@ -46,12 +46,16 @@ struct AttnBlockArgs {
   KvType kv = KvType::kF32;
   int64_t dk = 0, dv = 0;
   float scale = 1.0f;
-  float* scratch = nullptr;  // AttnBlockScratchFloats(rows) floats (the reference: max(n_keys))
+  float* scratch = nullptr;  // AttnBlockScratchFloats(rows, dk, dv) floats (the reference: max(n_keys))
 };
 using AttnBlockFn = void (*)(const AttnBlockArgs& a);
 // Floats of scratch AttnBlockFn needs: a scores row of kAttnKeyBlock per
-// row, each row's running maximum and sum.
-inline int64_t AttnBlockScratchFloats(int64_t rows) { return rows * kAttnKeyBlock + 2 * rows; }
+// row, each row's running maximum and sum, and a key and a value block as
+// F32 (an F16 or Q8_0 block is converted there once when several tiles of
+// rows read it).
+inline int64_t AttnBlockScratchFloats(int64_t rows, int64_t dk, int64_t dv) {
+  return rows * kAttnKeyBlock + 2 * rows + kAttnKeyBlock * (dk + dv);
+}
 
 struct AttnKernels {
   AttnScoresFn scores;

@@ -145,6 +145,66 @@ inline void MixTile(const float* p, float* const* o, int64_t c0, const uint8_t* 
     for (int c = 0; c < CB; ++c) V::Store(o[i] + c0 + c * V::kLanes, acc[i][c]);
 }
 
+// Scores of all R rows against nb keys (rows ks bytes apart, stored as E).
+template <class V, KvType E, int RB, int KB>
+inline void ScoresBlock(const AttnBlockArgs& a, const uint8_t* Kb, int64_t ks, int64_t nb, float* s) {
+  constexpr int64_t kKeys = kAttnKeyBlock;
+  const int64_t R = a.rows;
+  int64_t r = 0;
+  for (; r + RB <= R; r += RB) {
+    int64_t j = 0;
+    for (; j + KB <= nb; j += KB) ScoresTile<V, E, RB, KB>(a.q + r, Kb + j * ks, ks, a.dk, a.scale, s + r * kKeys + j);
+    for (; j < nb; ++j) ScoresTile<V, E, RB, 1>(a.q + r, Kb + j * ks, ks, a.dk, a.scale, s + r * kKeys + j);
+  }
+  for (; r < R; ++r) {
+    int64_t j = 0;
+    for (; j + KB <= nb; j += KB) ScoresTile<V, E, 1, KB>(a.q + r, Kb + j * ks, ks, a.dk, a.scale, s + r * kKeys + j);
+    for (; j < nb; ++j) ScoresTile<V, E, 1, 1>(a.q + r, Kb + j * ks, ks, a.dk, a.scale, s + r * kKeys + j);
+  }
+}
+
+// Probabilities times nb value rows (vs bytes apart, stored as E), added into
+// every row's output.
+template <class V, KvType E, int RB, int CBM>
+inline void MixBlock(const AttnBlockArgs& a, const float* s, const uint8_t* Vb, int64_t vs, int64_t nb) {
+  constexpr int L = V::kLanes;
+  constexpr int64_t kKeys = kAttnKeyBlock;
+  const int64_t R = a.rows, dv = a.dv;
+  const int64_t dv_tiles = dv / (CBM * L) * (CBM * L);
+  const int64_t dv_vecs = dv / L * L;
+  int64_t r = 0;
+  for (; r + RB <= R; r += RB) {
+    for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, RB, CBM>(s + r * kKeys, a.o + r, c0, Vb, vs, nb);
+    for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, RB, 1>(s + r * kKeys, a.o + r, c0, Vb, vs, nb);
+  }
+  for (; r < R; ++r) {
+    for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, 1, CBM>(s + r * kKeys, a.o + r, c0, Vb, vs, nb);
+    for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, 1, 1>(s + r * kKeys, a.o + r, c0, Vb, vs, nb);
+  }
+  if (dv_vecs < dv) {
+    for (r = 0; r < R; ++r) {
+      const float* p = s + r * kKeys;
+      float* o = a.o[r];
+      for (int64_t j = 0; j < nb; ++j)
+        for (int64_t d = dv_vecs; d < dv; ++d) o[d] += p[j] * KvScalar<V, E>(Vb + j * vs, d);
+    }
+  }
+}
+
+// nb rows of d values stored as E (src_stride bytes apart) to F32 rows of d
+// (the same values LoadKv gives).
+template <class V, KvType E>
+inline void ConvertBlock(const uint8_t* src, int64_t src_stride, int64_t nb, int64_t d, float* dst) {
+  const int64_t dvec = d / V::kLanes * V::kLanes;
+  for (int64_t j = 0; j < nb; ++j) {
+    const uint8_t* row = src + j * src_stride;
+    float* out = dst + j * d;
+    int64_t i = 0;
+    for (; i < dvec; i += V::kLanes) V::Store(out + i, LoadKv<V, E>(row, i));
+    for (; i < d; ++i) out[i] = KvScalar<V, E>(row, i);
+  }
+}
+
 template <class V, KvType E, int RB, int KB, int CBM>
 void AttnBlockT(const AttnBlockArgs& a) {
   using T = typename V::T;
@@ -154,6 +214,12 @@ void AttnBlockT(const AttnBlockArgs& a) {
   float* s = a.scratch;         // R x kKeys: scores, then probabilities
   float* m = s + R * kKeys;     // R: running maximum
   float* l = m + R;             // R: running sum
+  float* kf = l + R;            // kKeys x dk: a key block as F32
+  float* vf = kf + kKeys * a.dk;  // kKeys x dv: a value block as F32
+  // An F16 or Q8_0 block read by 4 or more tiles of rows (prompts) is
+  // converted once, then read as F32 from L1/L2; fewer tiles (decode: one or
+  // two) convert as they load, which attention_bench measures faster there.
+  const bool convert = E != KvType::kF32 && R >= 4 * RB;
   int64_t n_max = 0;
   for (int64_t r = 0; r < R; ++r) {
     n_max = MaxI(n_max, a.n_keys[r]);
@@ -161,26 +227,19 @@ void AttnBlockT(const AttnBlockArgs& a) {
     l[r] = 0.0f;
     Fill(a.o[r], dv, 0.0f);
   }
-  const int64_t dv_tiles = dv / (CBM * L) * (CBM * L);
-  const int64_t dv_vecs = dv / L * L;
   for (int64_t kb = 0; kb < n_max; kb += kKeys) {
     const int64_t nb = MinI(kKeys, n_max - kb);
     // 1. Scores of every row against the key block (rows whose keys ended
     // are overwritten below).
     const uint8_t* Kb = static_cast<const uint8_t*>(a.K) + kb * a.k_stride;
-    int64_t r = 0;
-    for (; r + RB <= R; r += RB) {
-      int64_t j = 0;
-      for (; j + KB <= nb; j += KB) ScoresTile<V, E, RB, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
-      for (; j < nb; ++j) ScoresTile<V, E, RB, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
-    }
-    for (; r < R; ++r) {
-      int64_t j = 0;
-      for (; j + KB <= nb; j += KB) ScoresTile<V, E, 1, KB>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
-      for (; j < nb; ++j) ScoresTile<V, E, 1, 1>(a.q + r, Kb + j * a.k_stride, a.k_stride, a.dk, a.scale, s + r * kKeys + j);
+    if (convert) {
+      ConvertBlock<V, E>(Kb, a.k_stride, nb, a.dk, kf);
+      ScoresBlock<V, KvType::kF32, RB, KB>(a, reinterpret_cast<const uint8_t*>(kf), a.dk * 4, nb, s);
+    } else {
+      ScoresBlock<V, E, RB, KB>(a, Kb, a.k_stride, nb, s);
     }
     // 2. Mask and online softmax.
-    for (r = 0; r < R; ++r) {
+    for (int64_t r = 0; r < R; ++r) {
       float* row = s + r * kKeys;
       const int64_t valid = MinI(MaxI(a.n_keys[r] - kb, 0), nb);
       if (valid == 0) {
@@ -215,21 +274,11 @@ void AttnBlockT(const AttnBlockArgs& a) {
     }
     // 3. Probabilities times the value block.
     const uint8_t* Vb = static_cast<const uint8_t*>(a.V) + kb * a.v_stride;
-    for (r = 0; r + RB <= R; r += RB) {
-      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, RB, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, RB, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-    }
-    for (; r < R; ++r) {
-      for (int64_t c0 = 0; c0 < dv_tiles; c0 += CBM * L) MixTile<V, E, 1, CBM>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-      for (int64_t c0 = dv_tiles; c0 < dv_vecs; c0 += L) MixTile<V, E, 1, 1>(s + r * kKeys, a.o + r, c0, Vb, a.v_stride, nb);
-    }
-    if (dv_vecs < dv) {
-      for (r = 0; r < R; ++r) {
-        const float* p = s + r * kKeys;
-        float* o = a.o[r];
-        for (int64_t j = 0; j < nb; ++j)
-          for (int64_t d = dv_vecs; d < dv; ++d) o[d] += p[j] * KvScalar<V, E>(Vb + j * a.v_stride, d);
-      }
+    if (convert) {
+      ConvertBlock<V, E>(Vb, a.v_stride, nb, dv, vf);
+      MixBlock<V, KvType::kF32, RB, CBM>(a, s, reinterpret_cast<const uint8_t*>(vf), dv * 4, nb);
+    } else {
+      MixBlock<V, E, RB, CBM>(a, s, Vb, a.v_stride, nb);
     }
   }
   for (int64_t r = 0; r < R; ++r) {

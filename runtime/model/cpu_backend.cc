@@ -350,7 +350,7 @@ int64_t AttnRowsPerJob(const HParams& hp) { return AttnTokensPerBlock(hp) * Attn
 // is larger: both paths take the same, so the workspace is one size.
 int64_t AttnTaskFloats(const HParams& hp, int64_t max_keys) {
   const int64_t rows = AttnRowsPerJob(hp);
-  const int64_t blocked = kernels::AttnBlockScratchFloats(rows) +
+  const int64_t blocked = kernels::AttnBlockScratchFloats(rows, hp.head_dim_k, hp.head_dim_v) +
                           rows * static_cast<int64_t>((2 * sizeof(float*) + sizeof(int64_t)) / sizeof(float));
   return (std::max(max_keys, blocked) + 15) / 16 * 16;  // each task's scratch on a cache line
 }
@@ -513,7 +513,7 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
         // The task's scratch (AttnTaskFloats): the kernel's, then the row
         // pointers and key counts (8 bytes, 2 floats each).
         float* kernel_scratch = scores_all + task * task_floats;
-        float* tables = kernel_scratch + kernels::AttnBlockScratchFloats(rows_max);
+        float* tables = kernel_scratch + kernels::AttnBlockScratchFloats(rows_max, Dk, Dv);
         auto* q_rows = reinterpret_cast<const float**>(tables);
         auto* o_rows = reinterpret_cast<float**>(tables + 2 * rows_max);
         auto* n_keys = reinterpret_cast<int64_t*>(tables + 4 * rows_max);
