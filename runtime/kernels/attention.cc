@@ -49,6 +49,8 @@ float KvValueRef(const void* row, KvType t, int64_t i) {
 
 void AttnScoresRefKv(const float* q, const void* K, int64_t stride, KvType t, int64_t n, int64_t d, float scale,
                      float* scores) {
+  if (t == KvType::kF32)  // the same loop, without decoding value by value
+    return AttnScoresRef(q, static_cast<const float*>(K), stride / 4, n, d, scale, scores);
   for (int64_t j = 0; j < n; ++j) {
     const void* kj = static_cast<const uint8_t*>(K) + j * stride;
     float s = 0.0f;
@@ -58,6 +60,7 @@ void AttnScoresRefKv(const float* q, const void* K, int64_t stride, KvType t, in
 }
 
 void AttnMixRefKv(const float* p, const void* V, int64_t stride, KvType t, int64_t n, int64_t d, float* o) {
+  if (t == KvType::kF32) return AttnMixRef(p, static_cast<const float*>(V), stride / 4, n, d, o);
   for (int64_t j = 0; j < n; ++j) {
     const void* vj = static_cast<const uint8_t*>(V) + j * stride;
     const float pj = p[j];
