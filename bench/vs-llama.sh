@@ -13,7 +13,8 @@
 # REPS, JSON) and `strata-run PACK --bench -p P -n N --bench-depth D --bench-reps REPS`
 # (whose decode follows its prompt, so at depth D+P: llama.cpp's is measured
 # at the same depth),
-# round after round, engines alternating; the table gives each engine's
+# round after round, engines alternating; both with their default KV cache,
+# F16 (llama-bench's default -ctk/-ctv f16; strata-run's --kv-type f16); the table gives each engine's
 # median over rounds of its median tok/s, the spread (min-max over rounds),
 # and the ratio of medians. The memory read rate (kernels_bench MemoryRead,
 # 2 threads) is measured at the start of each round.
