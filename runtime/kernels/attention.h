@@ -51,8 +51,8 @@ struct AttnBlockArgs {
 using AttnBlockFn = void (*)(const AttnBlockArgs& a);
 // Floats of scratch AttnBlockFn needs: a scores row of kAttnKeyBlock per
 // row, each row's running maximum and sum, and a key and a value block as
-// F32 (an F16 or Q8_0 block is converted there once when several tiles of
-// rows read it).
+// F32 (an F16 or Q8_0 block is converted there once when 4 or more tiles
+// of rows read it: attention_block.h).
 inline int64_t AttnBlockScratchFloats(int64_t rows, int64_t dk, int64_t dv) {
   return rows * kAttnKeyBlock + 2 * rows + kAttnKeyBlock * (dk + dv);
 }
