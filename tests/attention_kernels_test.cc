@@ -233,19 +233,9 @@ TEST(AttentionKernels, BlockedAttentionMatchesDoublePrecision) {
             }
             std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, dk, dv), n_max)),
                                        kSentinel);
-            AttnBlockArgs a;
-            a.q = qp.data();
-            a.n_keys = nk.data();
-            a.o = op.data();
-            a.rows = rows;
-            a.K = K.data();
-            a.k_stride = ks * 4;  // bytes
-            a.V = V.data();
-            a.v_stride = vs * 4;
-            a.dk = dk;
-            a.dv = dv;
-            a.scale = scale;
-            a.scratch = scratch.data();
+            const AttnBlockArgs a{.q = qp.data(), .n_keys = nk.data(), .o = op.data(), .rows = rows,
+                                  .K = K.data(), .k_stride = ks * 4, .V = V.data(), .v_stride = vs * 4,
+                                  .dk = dk, .dv = dv, .scale = scale, .scratch = scratch.data()};
             k.block(a);
             std::vector<double> exact;
             for (int64_t r = 0; r < rows; ++r) {
@@ -264,15 +254,22 @@ TEST(AttentionKernels, BlockedAttentionMatchesDoublePrecision) {
   }
 }
 
+// 64 readable pages, then one that cannot be read: rows placed to end at the
+// boundary fault on any read past them.
+Result<GuardedMemory> MemoryBeforeAGuardPage() {
+  const size_t page = static_cast<size_t>(PageBytes());
+  auto region = GuardedMemory::Allocate(65 * page, "attention guard");
+  if (!region.ok()) return region.status();
+  STRATA_RETURN_IF_ERROR(region->SetAccess(GuardedMemory::Access::kNone, 64 * page, page));
+  return region;
+}
+
 // The blocked kernel reads no key or value row past the last one any row
 // sees: K and V end at an inaccessible page.
 TEST(AttentionKernels, BlockedAttentionReadsNothingPastTheLastKey) {
-  const size_t page = static_cast<size_t>(PageBytes());
-  const size_t bytes = 64 * page;
-  auto region = GuardedMemory::Allocate(bytes + page, "blocked attention guard");
+  auto region = MemoryBeforeAGuardPage();
   ASSERT_TRUE(region.ok()) << region.status().ToString();
-  ASSERT_TRUE(region->SetAccess(GuardedMemory::Access::kNone, bytes, page).ok());
-  float* end = static_cast<float*>(static_cast<void*>(region->data() + bytes));
+  float* end = static_cast<float*>(static_cast<void*>(region->data() + region->size() - PageBytes()));
   std::mt19937_64 rng(22);
   for (IsaLevel level : Levels()) {
     const AttnKernels& k = AttnKernelsFor(level);
@@ -289,19 +286,10 @@ TEST(AttentionKernels, BlockedAttentionReadsNothingPastTheLastKey) {
         float* op[2] = {o0.data(), o1.data()};
         const int64_t nk[2] = {n - 1, n};
         std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2, d, d), n)));
-        AttnBlockArgs a;
-        a.q = qp;
-        a.n_keys = nk;
-        a.o = op;
-        a.rows = 2;
-        a.K = K;
-        a.k_stride = stride * 4;  // bytes
-        a.V = K;  // the same rows as values
-        a.v_stride = stride * 4;
-        a.dk = d;
-        a.dv = d;
-        a.scale = 0.1f;
-        a.scratch = scratch.data();
+        // The same rows as keys and values.
+        const AttnBlockArgs a{.q = qp, .n_keys = nk, .o = op, .rows = 2, .K = K, .k_stride = stride * 4,
+                              .V = K, .v_stride = stride * 4, .dk = d, .dv = d, .scale = 0.1f,
+                              .scratch = scratch.data()};
         k.block(a);
         std::vector<double> exact;
         ExactRow(q1.data(), K, K, stride, stride, n, d, d, 0.1f, exact);
@@ -371,20 +359,10 @@ TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
               nk.push_back(std::max<int64_t>(1, n_max - (rows - 1 - r)));  // causal
             }
             std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, d, d), n_max)), kSentinel);
-            AttnBlockArgs a;
-            a.q = qp.data();
-            a.n_keys = nk.data();
-            a.o = op.data();
-            a.rows = rows;
-            a.K = K.bytes.data();
-            a.k_stride = K.stride;
-            a.V = V.bytes.data();
-            a.v_stride = V.stride;
-            a.kv = t;
-            a.dk = d;
-            a.dv = d;
-            a.scale = 1.0f / std::sqrt(static_cast<float>(d));
-            a.scratch = scratch.data();
+            const AttnBlockArgs a{.q = qp.data(), .n_keys = nk.data(), .o = op.data(), .rows = rows,
+                                  .K = K.bytes.data(), .k_stride = K.stride, .V = V.bytes.data(),
+                                  .v_stride = V.stride, .kv = t, .dk = d, .dv = d,
+                                  .scale = 1.0f / std::sqrt(static_cast<float>(d)), .scratch = scratch.data()};
             k.block(a);
             std::vector<double> exact;
             for (int64_t r = 0; r < rows; ++r) {
@@ -406,12 +384,9 @@ TEST(AttentionKernels, BlockedAttentionReadsF16AndQ8_0Caches) {
 // F16 and Q8_0 rows that end at an inaccessible page: no load reads past the
 // last key's row (a vector load of a 16-bit or 8-bit row must stay inside it).
 TEST(AttentionKernels, TypedCachesReadNothingPastTheLastKey) {
-  const size_t page = static_cast<size_t>(PageBytes());
-  const size_t bytes = 64 * page;
-  auto region = GuardedMemory::Allocate(bytes + page, "typed attention guard");
+  auto region = MemoryBeforeAGuardPage();
   ASSERT_TRUE(region.ok()) << region.status().ToString();
-  ASSERT_TRUE(region->SetAccess(GuardedMemory::Access::kNone, bytes, page).ok());
-  uint8_t* end = region->data() + bytes;
+  uint8_t* end = region->data() + region->size() - PageBytes();
   std::mt19937_64 rng(24);
   for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
     for (IsaLevel level : Levels()) {
@@ -428,20 +403,10 @@ TEST(AttentionKernels, TypedCachesReadNothingPastTheLastKey) {
           float* op[2] = {o0.data(), o1.data()};
           const int64_t nk[2] = {n - 1, n};
           std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(2, d, d), n)));
-          AttnBlockArgs a;
-          a.q = qp;
-          a.n_keys = nk;
-          a.o = op;
-          a.rows = 2;
-          a.K = K;
-          a.k_stride = rows.stride;
-          a.V = K;  // the same rows as values
-          a.v_stride = rows.stride;
-          a.kv = t;
-          a.dk = d;
-          a.dv = d;
-          a.scale = 0.1f;
-          a.scratch = scratch.data();
+          // The same rows as keys and values.
+          const AttnBlockArgs a{.q = qp, .n_keys = nk, .o = op, .rows = 2, .K = K, .k_stride = rows.stride,
+                                .V = K, .v_stride = rows.stride, .kv = t, .dk = d, .dv = d, .scale = 0.1f,
+                                .scratch = scratch.data()};
           k.block(a);
           std::vector<double> exact;
           ExactRow(q1.data(), rows.values.data(), rows.values.data(), d, d, n, d, d, 0.1f, exact);

@@ -138,13 +138,6 @@ struct Avx2Traits {
 
 // 2 rows x 4 keys of scores per tile, 2 rows x 32 dimensions of output (8
 // accumulators each, of 16 registers).
-void AttnBlockAvx2(const AttnBlockArgs& a) {
-  switch (a.kv) {
-    case KvType::kF16: return AttnBlockT<Avx2Traits, KvType::kF16, 2, 4, 4>(a);
-    case KvType::kQ8_0: return AttnBlockT<Avx2Traits, KvType::kQ8_0, 2, 4, 4>(a);
-    case KvType::kF32: break;
-  }
-  AttnBlockT<Avx2Traits, KvType::kF32, 2, 4, 4>(a);
-}
+void AttnBlockAvx2(const AttnBlockArgs& a) { AttnBlockForType<Avx2Traits, 2, 4, 4>(a); }
 
 }  // namespace strata::kernels

@@ -137,13 +137,6 @@ struct Avx512Traits {
 }  // namespace
 
 // 4 rows x 4 keys of scores (16 accumulators), 4 rows x 64 dimensions of output.
-void AttnBlockAvx512(const AttnBlockArgs& a) {
-  switch (a.kv) {
-    case KvType::kF16: return AttnBlockT<Avx512Traits, KvType::kF16, 4, 4, 4>(a);
-    case KvType::kQ8_0: return AttnBlockT<Avx512Traits, KvType::kQ8_0, 4, 4, 4>(a);
-    case KvType::kF32: break;
-  }
-  AttnBlockT<Avx512Traits, KvType::kF32, 4, 4, 4>(a);
-}
+void AttnBlockAvx512(const AttnBlockArgs& a) { AttnBlockForType<Avx512Traits, 4, 4, 4>(a); }
 
 }  // namespace strata::kernels

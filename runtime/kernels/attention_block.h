@@ -75,17 +75,15 @@ inline typename V::T LoadKv(const uint8_t* row, int64_t d) {
     return V::Mul(V::Set1(scale), V::LoadI8(blk + 2 + d % kKvQ8Block));
   }
 }
-// Value d of such a row (dimension tails: F32 and F16 only).
+// Value d of such a row (dimension tails, which only F32 and F16 rows have):
+// F16 through KvValueRef, the reference's decoder (out of line, compiled for
+// the baseline; F16C's conversion is exact, so it gives the same value).
 template <class V, KvType E>
 inline float KvScalar(const uint8_t* row, int64_t d) {
   if constexpr (E == KvType::kF32) {
     return reinterpret_cast<const float*>(row)[d];
-  } else if constexpr (E == KvType::kF16) {
-    return V::HalfToFloat(static_cast<uint16_t>(row[2 * d] | (row[2 * d + 1] << 8)));
   } else {
-    const uint8_t* blk = row + d / kKvQ8Block * kKvQ8BlockBytes;
-    return V::HalfToFloat(static_cast<uint16_t>(blk[0] | (blk[1] << 8))) *
-           static_cast<float>(static_cast<int8_t>(blk[2 + d % kKvQ8Block]));
+    return KvValueRef(row, E, d);
   }
 }
 
@@ -287,6 +285,17 @@ void AttnBlockT(const AttnBlockArgs& a) {
     float* o = a.o[r];
     for (int64_t d = 0; d < dv; ++d) o[d] *= inv;
   }
+}
+
+// The kernel for the cache type of `a`.
+template <class V, int RB, int KB, int CBM>
+void AttnBlockForType(const AttnBlockArgs& a) {
+  switch (a.kv) {
+    case KvType::kF16: return AttnBlockT<V, KvType::kF16, RB, KB, CBM>(a);
+    case KvType::kQ8_0: return AttnBlockT<V, KvType::kQ8_0, RB, KB, CBM>(a);
+    case KvType::kF32: break;
+  }
+  AttnBlockT<V, KvType::kF32, RB, KB, CBM>(a);
 }
 
 }  // namespace

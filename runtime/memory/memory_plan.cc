@@ -11,6 +11,7 @@
 #include "runtime/model/forward.h"
 #include "runtime/model/sequence_state.h"
 #include "runtime/pack/pack_reader.h"
+#include "runtime/quant/ggml_type.h"
 
 namespace strata {
 namespace {
@@ -29,13 +30,10 @@ const TensorView& HostRead(const Model& m, const TensorView& t, bool decode_copi
 }  // namespace
 
 Result<KvType> ParseKvType(std::string_view s) {
-  auto lower = [](std::string_view x) {
-    std::string r(x);
-    for (char& c : r) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    return r;
-  };
-  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0})
-    if (lower(s) == lower(KvTypeName(t))) return t;
+  // The cache types are ggml types by name: the same case-insensitive lookup.
+  if (const GgmlTypeInfo* g = FindGgmlTypeByName(s))
+    for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0})
+      if (g->name == KvTypeName(t)) return t;
   return InvalidArgument("--kv-type '" + Printable(s) + "': expected f16 (the default), q8_0 or f32");
 }
 
