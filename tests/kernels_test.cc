@@ -154,6 +154,26 @@ TEST_P(KernelsAtIsa, MatchReferenceOnEveryShape) {
   }
 }
 
+// The AVX-512 Q4_K and Q5_K kernels switch to panels (x86_panel_kernels.h) from a
+// few columns on: stripes of 8 and 4 rows, the rest by the tile kernel, rows
+// walked in pieces of 8 blocks whose outputs are accumulated. Shapes around
+// every one of those edges.
+TEST(GemmKernels, PanelsMatchReferenceAroundTheirEdges) {
+  if (!CpuSupports(IsaLevel::kAvx512)) GTEST_SKIP() << "this CPU cannot run avx512";
+  uint64_t seed = 1000;
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ5_K}) {
+    SCOPED_TRACE(std::string(TypeName(type)));
+    const std::vector<int64_t> ks = {256, 2048, 2304, 4352};  // 1, 8, 9, 17 blocks
+    size_t i = 0;
+    for (int64_t rows : {4, 8, 12, 13, 17, 37}) {
+      for (int64_t cols : {5, 6, 7, 8, 9, 13, 64, 67}) {
+        CheckKernel(type, IsaLevel::kAvx512, {rows, cols, ks[i++ % ks.size()]}, seed++);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Simd, KernelsAtIsa, ::testing::Values(IsaLevel::kAvx2, IsaLevel::kAvx512),
                          [](const auto& p) { return std::string(IsaName(p.param)); });
 
