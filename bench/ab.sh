@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Two strata-run builds side by side: for each pack, ROUNDS rounds of
-# `--bench -p 512 -n 64 -t 2 --bench-reps REPS`, the builds alternating
+# `--bench -p PROMPT -n GEN -t 2 --bench-reps REPS` (512 and 64 unless set), the builds alternating
 # within a round (A then B, then B then A in the next round, so neither always
 # runs on a warmer machine). Prints each run's JSON line, then a table of the
 # medians of all its runs' medians and the ratio B/A.
 #
 #   bash bench/ab.sh OLD_STRATA_RUN NEW_STRATA_RUN PACK... > ab.txt
-#   STRATA_AB_ROUNDS=3 STRATA_AB_REPS=3 STRATA_AB_ARGS="--delta-net chunked"
+#   STRATA_AB_ROUNDS=3 STRATA_AB_REPS=3 STRATA_AB_PROMPT=512 STRATA_AB_GEN=64 STRATA_AB_ARGS="--delta-net chunked"
 #
 # The builds must read the same packs (same pack format major version).
 set -euo pipefail
@@ -14,6 +14,8 @@ set -euo pipefail
 A=$1 B=$2; shift 2
 ROUNDS=${STRATA_AB_ROUNDS:-3}
 REPS=${STRATA_AB_REPS:-3}
+PROMPT=${STRATA_AB_PROMPT:-512}
+GEN=${STRATA_AB_GEN:-64}
 EXTRA=${STRATA_AB_ARGS:-}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -23,7 +25,7 @@ for pack in "$@"; do
     for who in $order; do
       bin=$A; [[ $who == B ]] && bin=$B
       # shellcheck disable=SC2086
-      line=$("$bin" "$pack" --bench -p 512 -n 64 -t 2 --bench-reps "$REPS" $EXTRA 2>/dev/null | tail -1)
+      line=$("$bin" "$pack" --bench -p "$PROMPT" -n "$GEN" -t 2 --bench-reps "$REPS" $EXTRA 2>/dev/null | tail -1)
       echo "$(basename "$pack") round $round $who: $line"
       echo "$(basename "$pack") $who $line" >> "$out"
     done

@@ -10,6 +10,7 @@
 #   bash scripts/fuzz.sh BUILD_DIR [RUNS]        RUNS per target (default 120000)
 #   STRATA_FUZZ_TARGETS="gguf_reader_fuzz ..."   a subset
 #   STRATA_FUZZ_MAX_SECONDS=900                  per-target time cap (0: none)
+#   STRATA_FUZZ_JOBS=N                           targets run at once (default: the CPU count)
 #   STRATA_FUZZ_TIMEOUT=30                       seconds one input may take (wall clock:
 #                                                raise it when the machine is shared)
 #
@@ -54,20 +55,21 @@ if [[ ! -f "$seeds_dir/.done" ]]; then
   touch "$seeds_dir/.done"
 fi
 
-fail=0
-summary=()
-for name in "${targets[@]}"; do
-  bin="$BUILD_DIR/tests/$name"
-  [[ -x "$bin" ]] || { echo "fuzz: $bin missing (configure with -DSTRATA_FUZZ=ON)"; exit 1; }
-  [[ -s "tests/fuzz/dict/$name.dict" ]] || { echo "fuzz: tests/fuzz/dict/$name.dict missing (every target has one)"; exit 1; }
-  corpus="$BUILD_DIR/fuzz-corpus/$name"
-  findings="$BUILD_DIR/fuzz-findings/$name"
-  log="$BUILD_DIR/fuzz-logs/$name.log"
+JOBS=${STRATA_FUZZ_JOBS:-$(nproc)}
+
+# One target; its summary line (and, on failure, the end of its log) goes to
+# $BUILD_DIR/fuzz-logs/NAME.report, its status to NAME.status.
+run_target() {
+  local name=$1
+  local bin="$BUILD_DIR/tests/$name"
+  local corpus="$BUILD_DIR/fuzz-corpus/$name"
+  local findings="$BUILD_DIR/fuzz-findings/$name"
+  local log="$BUILD_DIR/fuzz-logs/$name.log" report="$BUILD_DIR/fuzz-logs/$name.report"
   mkdir -p "$corpus" "$findings" "$(dirname "$log")"
-  inputs=("$corpus")
+  local inputs=("$corpus")
   [[ -d "tests/fuzz/corpus/$name" ]] && inputs+=("tests/fuzz/corpus/$name")
   [[ -d "$seeds_dir/$name" ]] && inputs+=("$seeds_dir/$name")
-  echo "fuzz: $name: $RUNS runs, inputs <= $(max_len "$name") bytes"
+  local t0 rc secs execs last cov ft line
   t0=$(date +%s)
   set +e
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -77,20 +79,59 @@ for name in "${targets[@]}"; do
   rc=$?
   set -e
   secs=$(( $(date +%s) - t0 ))
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  # (|| true: a target that crashed may have printed neither line.)
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
   line="$name: ${execs:-0} executions in ${secs}s, cov ${cov:-?} ft ${ft:-?}, corpus $(ls "$corpus" | wc -l) inputs"
+  : >"$report"
+  local status=0
   if (( rc != 0 )); then
-    tail -n 40 "$log"
+    tail -n 40 "$log" >>"$report"
     line+=" -- FAILED (exit $rc; findings in $findings)"
-    fail=1
+    status=1
   elif (( ${execs:-0} < RUNS )); then
-    tail -n 5 "$log"
+    tail -n 5 "$log" >>"$report"
     line+=" -- FAILED (fewer than $RUNS executions within ${MAX_SECONDS}s)"
-    fail=1
+    status=1
   fi
+  echo "$line" >>"$report"
+  echo "$status" >"$BUILD_DIR/fuzz-logs/$name.status"
+}
+
+# Every target is checked before any runs; then JOBS run at once (each
+# libFuzzer process is single-threaded), and the reports print in order.
+for name in "${targets[@]}"; do
+  [[ -x "$BUILD_DIR/tests/$name" ]] || { echo "fuzz: $BUILD_DIR/tests/$name missing (configure with -DSTRATA_FUZZ=ON)"; exit 1; }
+  [[ -s "tests/fuzz/dict/$name.dict" ]] || { echo "fuzz: tests/fuzz/dict/$name.dict missing (every target has one)"; exit 1; }
+  rm -f "$BUILD_DIR/fuzz-logs/$name.status"
+done
+running=0
+for name in "${targets[@]}"; do
+  if (( running >= JOBS )); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "fuzz: $name: $RUNS runs, inputs <= $(max_len "$name") bytes"
+  run_target "$name" &
+  running=$((running + 1))
+done
+wait || true
+
+fail=0
+summary=()
+for name in "${targets[@]}"; do
+  report="$BUILD_DIR/fuzz-logs/$name.report"
+  status=$(cat "$BUILD_DIR/fuzz-logs/$name.status" 2>/dev/null || echo 1)
+  if [[ -s "$report" ]]; then
+    (( status == 0 )) || head -n -1 "$report"
+    line=$(tail -n 1 "$report")
+  else
+    line="$name: no report (the run was killed) -- FAILED"
+    status=1
+  fi
+  (( status == 0 )) || fail=1
   echo "fuzz: $line"
   summary+=("$line")
 done
