@@ -6,6 +6,8 @@
 #   bash scripts/build-windows.sh              # deps + build + tests + zip
 #   STRATA_WINDOWS_TESTS=0 bash scripts/build-windows.sh    # no tests
 #   STRATA_SKIP_APT=1 ...                      # do not call apt-get install
+#   STRATA_WINDOWS_TESTS_PER_BINARY=OFF ...    # one ctest per test case (default: per
+#                                              # binary, ~50 Wine starts instead of ~500)
 #
 # Libraries: the header-only ones (FlatBuffers' headers, CLI11, nlohmann-json,
 # xxHash with XXH_INLINE_ALL) are used from Debian's -dev packages as they
@@ -118,7 +120,7 @@ ln -sfn /usr/include/boost "$PREFIX/boost-include/boost"
 # --- Strata -----------------------------------------------------------------
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DSTRATA_WINDOWS_PREFIX="$PREFIX" \
-  -DSTRATA_BUILD_BENCH=OFF ${STRATA_CMAKE_ARGS:-}
+  -DSTRATA_BUILD_BENCH=OFF -DSTRATA_TESTS_PER_BINARY="${STRATA_WINDOWS_TESTS_PER_BINARY:-ON}" ${STRATA_CMAKE_ARGS:-}
 cmake --build "$BUILD" -j "$JOBS"
 
 # --- Tests under Wine ---------------------------------------------------------
