@@ -142,10 +142,11 @@ inline __m512i Broadcast128(const uint8_t* p) { return _mm512_broadcast_i32x4(Lo
 // over-aligned locals in every case.
 inline __m512i LoadLanes(const int32_t* p) { return _mm512_loadu_si512(p); }
 
-// Columns [c0, c0 + C) against quads [0, Q) of a panel of nb blocks
+// Columns [c0, c0 + C) against quads [0, Q) of a panel of nb blocks (the same
+// for Q4_K and Q5_K: only building a panel depends on the type)
 // (panel[q * nb + b]); activation block b of column c at a + c * as + b * 292.
 // Adds (accumulate) or writes the results to y rows r0 .. r0 + 4Q - 1.
-template <class P, int Q, int C>
+template <int Q, int C>
 void PanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy, bool accumulate) {
   __m512 acc[Q][C];
   STRATA_UNROLL for (int q = 0; q < Q; ++q) {
@@ -202,14 +203,14 @@ void PanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as
   }
 }
 
-template <class P, int Q, int C>
+template <int Q, int C>
 inline void PanelColumnTail(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy,
                             bool accumulate, int64_t rem) {
   if constexpr (C > 0) {
     if (rem == C) {
-      PanelTile<P, Q, C>(panel, nb, a, as, y, ldy, accumulate);
+      PanelTile<Q, C>(panel, nb, a, as, y, ldy, accumulate);
     } else {
-      PanelColumnTail<P, Q, C - 1>(panel, nb, a, as, y, ldy, accumulate, rem);
+      PanelColumnTail<Q, C - 1>(panel, nb, a, as, y, ldy, accumulate, rem);
     }
   }
 }
@@ -246,9 +247,9 @@ void PanelStripe(const GemmArgs& g, int64_t r0) {
     const uint8_t* a = g.act + b0 * 292;
     int64_t c = 0;
     for (; c + kPanelTileCols <= g.cols; c += kPanelTileCols)
-      PanelTile<P, Q, kPanelTileCols>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes, g.y + c * g.ldy + r0, g.ldy,
+      PanelTile<Q, kPanelTileCols>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes, g.y + c * g.ldy + r0, g.ldy,
                                        b0 > 0);
-    PanelColumnTail<P, Q, kPanelTileCols - 1>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes,
+    PanelColumnTail<Q, kPanelTileCols - 1>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes,
                                               g.y + c * g.ldy + r0, g.ldy, b0 > 0, g.cols - c);
   }
 }
