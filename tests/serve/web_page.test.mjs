@@ -60,8 +60,10 @@ test("the page chats with the server and shows the speed", { timeout: 120000 }, 
 
   await page.fill("#input", "Once upon a time");
   await page.press("#input", "Enter");
-  await page.waitForFunction(() => /finish: (stop|length)/.test(document.getElementById("speed").textContent),
-                             null, { timeout: 60000 });
+  // The finish_reason chunk comes before the usage chunk (stream_options.include_usage): wait for the
+  // stream to end (Send enabled again), not only for the finish, before reading the prompt counts.
+  await page.waitForFunction(() => /finish: (stop|length)/.test(document.getElementById("speed").textContent) &&
+                                   !document.getElementById("send").disabled, null, { timeout: 60000 });
   const answer = await page.textContent(".msg.assistant");
   assert.ok(answer.length > 0, "the answer appeared");
   const speed = await page.textContent("#speed");
