@@ -413,7 +413,11 @@ TEST_F(ServeHttpTest, ModelsTokenizeDetokenizeMetricsAndThePage) {
   ASSERT_TRUE(detok);
   EXPECT_EQ(json::parse(detok->body)["content"], "Hello  world");  // control tokens decode to nothing
 
-  ASSERT_EQ(Post("/v1/completions", R"({"prompt":"abc","max_tokens":4})")->status, 200);
+  // ignore_eos: a sampled end-of-text token would stop it early and the count below would be by chance.
+  auto done = Post("/v1/completions", R"({"prompt":"abc","max_tokens":4,"ignore_eos":true})");
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, 200);
+  EXPECT_EQ(json::parse(done->body)["usage"]["completion_tokens"], 4);
   auto metrics = c.Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
