@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <string>
@@ -173,6 +174,55 @@ TEST(GemmKernels, PanelsMatchReferenceAroundTheirEdges) {
         if (::testing::Test::HasFailure()) return;
       }
     }
+  }
+}
+
+// A column's result must not depend on how many other columns share its
+// product: a prompt processed whole, in chunks, or token by token (and an
+// expert meeting 3 tokens or 30) gives the same bits. Tile kernels, their
+// column tails, the one-column path and the panels all sum a column in one
+// order. (The tiered-experts test checks the same end to end, on the
+// types of its models.)
+TEST_P(KernelsAtIsa, AColumnsBitsDoNotDependOnTheColumnCount) {
+  const IsaLevel isa = GetParam();
+  if (!CpuSupports(isa)) GTEST_SKIP() << "this CPU cannot run " << IsaName(isa);
+  uint64_t seed = 77;
+  for (const GgmlTypeInfo& info : AllGgmlTypes()) {
+    const GemmKernel* kernel = FindGemmKernel(info.type, isa);
+    if (kernel == nullptr) continue;
+    SCOPED_TRACE(std::string(info.name));
+    // 9 blocks of 256 (the panels' pieces are 8), 13 rows (stripes of 8, 4 and a tile row).
+    const int64_t rows = 13, cols = 33, k = 9 * std::max<int64_t>(info.block_elems, 256);
+    std::mt19937_64 rng(seed++);
+    const std::vector<uint8_t> w = testing::RandomMatrix(info.type, rows, k, rng);
+    const std::vector<float> x = testing::RandomActivations(cols, k, rng);
+    const uint64_t a_row = ActRowBytes(kernel->act, k);
+    std::vector<uint8_t> act(a_row * cols);
+    for (int64_t c = 0; c < cols; ++c) QuantizeActivationRow(kernel->act, isa, x.data() + c * k, act.data() + c * a_row, k);
+    auto run = [&](int64_t c0, int64_t n) {
+      std::vector<float> y(static_cast<size_t>(rows * n));
+      GemmArgs g{info.type, w.data(), w.size() / rows, rows, act.data() + c0 * a_row, a_row, n, k, y.data(), rows};
+      kernel->fn(g);
+      return y;
+    };
+    const std::vector<float> all = run(0, cols);
+    auto same = [&] {  // the first difference only, then the next type
+      for (int64_t n : {1, 2, 3, 5, 7, 8, 9, 16, 17}) {
+        for (int64_t c0 = 0; c0 + n <= cols; c0 += n) {
+          const std::vector<float> part = run(c0, n);
+          for (int64_t c = 0; c < n; ++c) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const float a = all[(c0 + c) * rows + r], b = part[c * rows + r];
+              if (std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b)) continue;
+              ADD_FAILURE() << IsaName(isa) << ": column " << c0 + c << " of " << cols << " gives " << a
+                            << ", in a product of " << n << " columns " << b << " (row " << r << ")";
+              return;
+            }
+          }
+        }
+      }
+    };
+    same();
   }
 }
 

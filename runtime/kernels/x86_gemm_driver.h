@@ -14,7 +14,13 @@
 //       uses it for all C columns.
 //   kHasTail, Tail<R, C>(w, ws, a, as, k0, k, out)   (float types only)
 //       adds elements [k0, k) that do not fill a block.
-// The driver sums each accumulator's lanes at the end of the row.
+//   kPieceBlocks (optional)
+//       the row is summed in pieces of this many blocks: each piece's
+//       accumulators from zero, their lanes summed at its end and added to
+//       the row's result. Kernels that must give the bits of a panel kernel
+//       (x86_panel_kernels.h), which walks rows in such pieces, set it.
+// The driver sums each accumulator's lanes (HorizontalSum) at the end of the
+// row (of each piece).
 // Include only from *_avx2.cc / *_avx512.cc (see x86_simd.h).
 
 #include "runtime/kernels/gemm.h"
@@ -53,6 +59,12 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
   const uint8_t* w = g.w + static_cast<uint64_t>(r0) * g.w_row_bytes;
   const uint8_t* a = g.act + static_cast<uint64_t>(c0) * g.act_row_bytes;
   const int64_t nb = g.k / K::kBlockElems;
+  // Blocks [.., piece_end) are the current piece; the row's result so far in
+  // out once a piece is done (the whole row is one piece unless K says).
+  float out[R][C];
+  int64_t piece_end = nb;
+  bool first_piece = true;
+  if constexpr (requires { K::kPieceBlocks; }) piece_end = std::min<int64_t>(nb, K::kPieceBlocks);
   for (int64_t b = 0; b < nb; ++b) {
     // Software prefetch: a matrix is often a single MoE expert of well under
     // a megabyte, too short for the hardware prefetcher to ramp up on its
@@ -75,10 +87,25 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
       }
     }
     K::template Block<R, C>(w + b * K::kBlockBytes, g.w_row_bytes, a + b * K::kActBlockBytes, g.act_row_bytes, acc);
+    if constexpr (requires { K::kPieceBlocks; }) {
+      if (b + 1 == piece_end && piece_end < nb) {
+        STRATA_UNROLL for (int r = 0; r < R; ++r) {
+          STRATA_UNROLL for (int c = 0; c < C; ++c) {
+            const float sum = HorizontalSum(acc[r][c]);
+            out[r][c] = first_piece ? sum : out[r][c] + sum;
+            acc[r][c] = AccZeroOf<K>(0);
+          }
+        }
+        first_piece = false;
+        piece_end = std::min<int64_t>(nb, piece_end + K::kPieceBlocks);
+      }
+    }
   }
-  float out[R][C];
   STRATA_UNROLL for (int r = 0; r < R; ++r) {
-    STRATA_UNROLL for (int c = 0; c < C; ++c) out[r][c] = HorizontalSum(acc[r][c]);
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      const float sum = HorizontalSum(acc[r][c]);
+      out[r][c] = first_piece ? sum : out[r][c] + sum;
+    }
   }
   if constexpr (K::kHasTail) {
     if (nb * K::kBlockElems < g.k) K::template Tail<R, C>(w, g.w_row_bytes, a, g.act_row_bytes, nb * K::kBlockElems, g.k, out);

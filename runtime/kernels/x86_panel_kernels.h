@@ -51,6 +51,8 @@ constexpr int64_t kPanelMinCols = 8;
 // Weight blocks of a row per panel: 8 (2,048 elements) keeps a panel of 8
 // rows at 27 KiB (16 x 1,728 bytes).
 constexpr int64_t kPanelBlocks = 8;
+static_assert(kPanelBlocks == Q45KKernelZmm<false>::kPieceBlocks && kPanelBlocks == Q45KKernelZmm<true>::kPieceBlocks,
+              "the tile kernels sum a row in the panels' pieces");
 constexpr int kPanelTileCols = 4;
 
 // One quad (4 rows) x one 256-element weight block.
@@ -188,15 +190,16 @@ void PanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as
       }
     }
   }
-  // Row r of a quad is 128-bit lane r: sum its 4 floats. (Through memory:
-  // GCC 12's in-register float permutes warn -Wuninitialized in its headers.)
+  // Row r of a quad is 128-bit lane r: sum its 4 floats in HorizontalSum's
+  // order, the tile kernels'. (Through memory: GCC 12's in-register float
+  // permutes warn -Wuninitialized in its headers.)
   STRATA_UNROLL for (int q = 0; q < Q; ++q) {
     STRATA_UNROLL for (int c = 0; c < C; ++c) {
       float lanes[16];
       _mm512_storeu_ps(lanes, acc[q][c]);
       float* out = y + c * ldy + 4 * q;
       for (int r = 0; r < 4; ++r) {
-        const float v = (lanes[4 * r] + lanes[4 * r + 1]) + (lanes[4 * r + 2] + lanes[4 * r + 3]);
+        const float v = (lanes[4 * r] + lanes[4 * r + 2]) + (lanes[4 * r + 1] + lanes[4 * r + 3]);
         out[r] = accumulate ? out[r] + v : v;
       }
     }

@@ -64,11 +64,14 @@ inline uint16_t LoadU16(const uint8_t* p) {
 // An IEEE half at p as float (F16C; exact).
 inline float LoadHalf(const uint8_t* p) { return _cvtsh_ss(LoadU16(p)); }
 
+// (v0 + v2) + (v1 + v3): the order the panel kernels (x86_panel_kernels.h)
+// sum a row's four lanes in, too.
+inline float HorizontalSum(__m128 v) {
+  const __m128 s = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
 inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+  return HorizontalSum(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
 #if defined(__AVX512F__)

@@ -58,16 +58,26 @@ inline __m512i MoveBit512(__m512i v) {
 // Q4_K / Q5_K, 64 elements per vector: the 32 code bytes of sub-blocks 2j
 // and 2j + 1 broadcast to both halves; the low half keeps the low nibbles
 // (sub-block 2j), the high half the high nibbles (2j + 1).
+//
+// Summed in the order of the panel kernels (x86_panel_kernels.h), which take
+// these types' products from 8 columns on, so that a column's bits do not
+// depend on how many columns its product has (a prompt in chunks or whole, an
+// expert meeting 3 tokens or 30): per block, each row's 16 integer lanes are
+// folded into the panel's 4 (lane j: elements 16i + 4j .. 16i + 4j + 3 of
+// every 16; integer sums, exact in any order), converted and accumulated in
+// 4 float lanes, the row walked in pieces of the panel's 8 blocks. Folding
+// costs 4 operations per row and block.
 template <bool kFifthBit>
 struct Q45KKernelZmm {
-  static __m512 AccZero() { return _mm512_setzero_ps(); }
+  static __m128 AccZero() { return _mm_setzero_ps(); }
+  static constexpr int64_t kPieceBlocks = 8;
   static constexpr int kBlockElems = 256, kBlockBytes = kFifthBit ? 176 : 144, kActBlockBytes = 292;
   static constexpr int kQs = kFifthBit ? 48 : 16;
   static constexpr bool kHasTail = false;
   static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
   template <int R, int C>
-  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m512 (&acc)[R][C]) {
+  static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m128 (&acc)[R][C]) {
     float ad[C];
     __m128i asum[C];  // 8 int16: activation sums of each 32-element sub-block
     STRATA_UNROLL for (int c = 0; c < C; ++c) {
@@ -107,8 +117,12 @@ struct Q45KKernelZmm {
       const float d = LoadHalf(x), dmin = LoadHalf(x + 2);
       STRATA_UNROLL for (int c = 0; c < C; ++c) {
         const __m128 m = _mm_cvtepi32_ps(_mm_madd_epi16(mins, asum[c]));  // 4 lanes of min * sum
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[c]), _mm512_set1_ps(d * ad[c]), acc[r][c]);
-        acc[r][c] = _mm512_fnmadd_ps(_mm512_zextps128_ps512(m), _mm512_set1_ps(dmin * ad[c]), acc[r][c]);
+        // Lane L holds elements 4L .. 4L + 3 (mod 32) of a sub-block: lanes
+        // L, L + 4, L + 8, L + 12 are the panel's lane L.
+        const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(sumi[c]), _mm512_extracti64x4_epi64(sumi[c], 1));
+        const __m128i quad = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+        acc[r][c] = _mm_fmadd_ps(_mm_cvtepi32_ps(quad), _mm_set1_ps(d * ad[c]), acc[r][c]);
+        acc[r][c] = _mm_fnmadd_ps(m, _mm_set1_ps(dmin * ad[c]), acc[r][c]);
       }
     }
   }
