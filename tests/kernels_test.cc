@@ -155,18 +155,21 @@ TEST_P(KernelsAtIsa, MatchReferenceOnEveryShape) {
   }
 }
 
-// The AVX-512 Q4_K and Q5_K kernels switch to panels (x86_panel_kernels.h) from a
-// few columns on: stripes of 8 and 4 rows, the rest by the tile kernel, rows
-// walked in pieces of 8 blocks whose outputs are accumulated. Shapes around
-// every one of those edges.
+// The AVX-512 Q4_K, Q5_K and Q8_0 kernels switch to panels (x86_panel_kernels.h)
+// from a few columns on: stripes of 8 and 4 rows, the rest by the tile kernel,
+// rows walked in pieces of 2,048 elements whose outputs are accumulated. Shapes
+// around every one of those edges.
 TEST(GemmKernels, PanelsMatchReferenceAroundTheirEdges) {
   if (!CpuSupports(IsaLevel::kAvx512)) GTEST_SKIP() << "this CPU cannot run avx512";
   uint64_t seed = 1000;
-  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ5_K}) {
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ8_0}) {
     SCOPED_TRACE(std::string(TypeName(type)));
-    const std::vector<int64_t> ks = {256, 2048, 2304, 4352};  // 1, 8, 9, 17 blocks
+    // 1, 8, 9, 17 K-quant blocks; Q8_0 (pieces of 64 blocks): 1, 64, 65, 129
+    // and 75 blocks.
+    const std::vector<int64_t> ks = type == GgmlType::kQ8_0 ? std::vector<int64_t>{32, 2048, 2080, 4128, 2400}
+                                                             : std::vector<int64_t>{256, 2048, 2304, 4352};
     size_t i = 0;
-    // Each row count meets every k (4 columns x 4 ks); 5 columns: below the
+    // Each row count meets 4 ks (4 columns); 5 columns: below the
     // panels' threshold; 13 and 37 rows: stripes of 8 and 4 and a tile row.
     for (int64_t rows : {4, 8, 13, 37}) {
       for (int64_t cols : {5, 8, 9, 67}) {
@@ -191,38 +194,45 @@ TEST_P(KernelsAtIsa, AColumnsBitsDoNotDependOnTheColumnCount) {
     const GemmKernel* kernel = FindGemmKernel(info.type, isa);
     if (kernel == nullptr) continue;
     SCOPED_TRACE(std::string(info.name));
-    // 9 blocks of 256 (the panels' pieces are 8), 13 rows (stripes of 8, 4 and a tile row).
-    const int64_t rows = 13, cols = 33, k = 9 * std::max<int64_t>(info.block_elems, 256);
-    std::mt19937_64 rng(seed++);
-    const std::vector<uint8_t> w = testing::RandomMatrix(info.type, rows, k, rng);
-    const std::vector<float> x = testing::RandomActivations(cols, k, rng);
-    const uint64_t a_row = ActRowBytes(kernel->act, k);
-    std::vector<uint8_t> act(a_row * cols);
-    for (int64_t c = 0; c < cols; ++c) QuantizeActivationRow(kernel->act, isa, x.data() + c * k, act.data() + c * a_row, k);
-    auto run = [&](int64_t c0, int64_t n) {
-      std::vector<float> y(static_cast<size_t>(rows * n));
-      GemmArgs g{info.type, w.data(), w.size() / rows, rows, act.data() + c0 * a_row, a_row, n, k, y.data(), rows};
-      kernel->fn(g);
-      return y;
-    };
-    const std::vector<float> all = run(0, cols);
-    auto same = [&] {  // the first difference only, then the next type
-      for (int64_t n : {1, 2, 3, 5, 7, 8, 9, 16, 17}) {
-        for (int64_t c0 = 0; c0 + n <= cols; c0 += n) {
-          const std::vector<float> part = run(c0, n);
-          for (int64_t c = 0; c < n; ++c) {
-            for (int64_t r = 0; r < rows; ++r) {
-              const float a = all[(c0 + c) * rows + r], b = part[c * rows + r];
-              if (std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b)) continue;
-              ADD_FAILURE() << IsaName(isa) << ": column " << c0 + c << " of " << cols << " gives " << a
-                            << ", in a product of " << n << " columns " << b << " (row " << r << ")";
-              return;
+    // 9 blocks of 256 (the K-quant panels' pieces are 8 blocks, Q8_0's 64),
+    // 13 rows (stripes of 8, 4 and a tile row); small blocks: also an odd
+    // number of them (the 512-bit Q8_0 kernel takes pairs).
+    std::vector<int64_t> ks = {9 * std::max<int64_t>(info.block_elems, 256)};
+    if (info.block_elems > 1 && info.block_elems < 256) ks.push_back(9 * 256 + info.block_elems);
+    for (const int64_t k : ks) {
+      SCOPED_TRACE("k=" + std::to_string(k));
+      const int64_t rows = 13, cols = 33;
+      std::mt19937_64 rng(seed++);
+      const std::vector<uint8_t> w = testing::RandomMatrix(info.type, rows, k, rng);
+      const std::vector<float> x = testing::RandomActivations(cols, k, rng);
+      const uint64_t a_row = ActRowBytes(kernel->act, k);
+      std::vector<uint8_t> act(a_row * cols);
+      for (int64_t c = 0; c < cols; ++c) QuantizeActivationRow(kernel->act, isa, x.data() + c * k, act.data() + c * a_row, k);
+      auto run = [&](int64_t c0, int64_t n) {
+        std::vector<float> y(static_cast<size_t>(rows * n));
+        GemmArgs g{info.type, w.data(), w.size() / rows, rows, act.data() + c0 * a_row, a_row, n, k, y.data(), rows};
+        kernel->fn(g);
+        return y;
+      };
+      const std::vector<float> all = run(0, cols);
+      auto same = [&] {  // the first difference only, then the next type
+        for (int64_t n : {1, 2, 3, 5, 7, 8, 9, 16, 17}) {
+          for (int64_t c0 = 0; c0 + n <= cols; c0 += n) {
+            const std::vector<float> part = run(c0, n);
+            for (int64_t c = 0; c < n; ++c) {
+              for (int64_t r = 0; r < rows; ++r) {
+                const float a = all[(c0 + c) * rows + r], b = part[c * rows + r];
+                if (std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b)) continue;
+                ADD_FAILURE() << IsaName(isa) << ": column " << c0 + c << " of " << cols << " gives " << a
+                              << ", in a product of " << n << " columns " << b << " (row " << r << ")";
+                return;
+              }
             }
           }
         }
-      }
-    };
-    same();
+      };
+      same();
+    }
   }
 }
 

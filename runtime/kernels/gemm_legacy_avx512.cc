@@ -1,14 +1,16 @@
 // 32/64/128-element block kernels (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, NVFP4, Q2_0, Q1_0; Q4_1, Q5_1),
 // AVX-512 build: the same code with 32 registers and AVX-512 VNNI (vpdpbusd, vpdpwssd). The kernels
-// themselves are in x86_legacy_kernels.h; Q8_0 uses the 512-bit one of x86_zmm_kernels.h.
+// themselves are in x86_legacy_kernels.h; Q8_0 uses the 512-bit one of x86_zmm_kernels.h, and
+// panels (x86_panel_kernels.h) from a few columns on.
 #define STRATA_KERNEL_NS avx512
 #include "runtime/kernels/x86_legacy_kernels.h"
 #include "runtime/kernels/x86_zmm_kernels.h"
+#include "runtime/kernels/x86_panel_kernels.h"
 
 namespace strata::kernels {
 namespace {
 constexpr GemmKernel kEntries[] = {
-    {GgmlType::kQ8_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::Q8_0KernelZmm>, "avx512-zmm"},
+    {GgmlType::kQ8_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::PanelGemm<avx512::Q8_0Panel, avx512::Q8_0KernelZmm>, "avx512-zmm"},
     {GgmlType::kQ4_0, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Q4_0Format>>, "avx512-vnni"},
     {GgmlType::kIQ4_NL, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Iq4NlFormat>>, "avx512-vnni"},
     {GgmlType::kMXFP4, ActFormat::kQ8_0, IsaLevel::kAvx512, &avx512::Gemm<avx512::NibbleKernel<avx512::Mxfp4Format>>, "avx512-vnni"},

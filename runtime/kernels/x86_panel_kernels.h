@@ -1,13 +1,13 @@
 #pragma once
 // Panel kernels for products of several activation columns (prefill, MoE
-// experts with many tokens) at the AVX-512 level: Q4_K and Q5_K.
+// experts with many tokens) at the AVX-512 level: Q4_K, Q5_K and Q8_0.
 //
 // The tile kernels (x86_zmm_kernels.h) unpack a weight block once per tile of
-// 2 rows x 4 columns, multiply code bytes pairwise (vpmaddubsw) and apply each
-// 32-element sub-block's scale (vpdpwssd): two 512-bit integer operations per
-// 64 products, and the unpacking again for every 4 columns. Here a stripe of
-// rows is first rearranged, once per call, into a panel in L1/L2, and every
-// column then costs 1.5 integer operations per 64 products:
+// 2 rows x 4 columns (Q8_0: 4 x 4), multiply code bytes pairwise (vpmaddubsw)
+// and apply each 32-element sub-block's scale (vpdpwssd): two 512-bit integer
+// operations per 64 products, and the unpacking again for every 4 columns.
+// Here a stripe of rows is first rearranged, once per call, into a panel in
+// L1/L2, and every column then costs 1.5 integer operations per 64 products:
 //
 //   codes   for 4 rows ("a quad") and 16 consecutive elements, one 64-byte
 //           vector: bytes 16r .. 16r + 15 are row r's codes (Q4_K 0-15, Q5_K
@@ -26,13 +26,21 @@
 // the activation block sums, as in the tile kernels. Lane 4r + j of every
 // vector belongs to row r, so a row's result is the sum of one 128-bit lane.
 //
+// Q8_0 (32-element blocks, one scale per block) uses the same code vectors
+// with the signed weights as they are; the column's bytes become unsigned
+// (a + 128, one xor per column and block) and the panel carries, per lane,
+// -128 times the sum of the lane's 8 weights as the starting value of the
+// block's two vpdpbusd: the block's integer sum exactly, then one convert
+// and one multiply-add by d_w * d_a. 5 operations per 128 products and quad
+// against the tile kernel's 5 per 64.
+//
 // Q6_K stays on its tile kernel: with 16-element sub-blocks a panel needs one
 // scale operation per vpdpbusd, two operations per 64 products as the tile
 // kernel, and measured no faster (bench/results/kernels.md).
 //
-// Panels are built per stripe of 8 (or 4) rows and at most kPanelBlocks
-// weight blocks of the row (rows are walked in pieces of that length, the
-// outputs accumulated), in a stack buffer: no allocation.
+// Panels are built per stripe of 8 (or 4) rows and a piece of 2,048 elements
+// of the row (rows are walked in pieces of that length, the outputs
+// accumulated), in a stack buffer: no allocation.
 // Include only from *_avx512.cc, after x86_zmm_kernels.h.
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VNNI__)
@@ -48,11 +56,6 @@ namespace {
 // Columns from which a product runs on panels (below, the tile kernels):
 // at 8 columns both measured the same, at 32 the panels 1.4-1.5x faster.
 constexpr int64_t kPanelMinCols = 8;
-// Weight blocks of a row per panel: 8 (2,048 elements) keeps a panel of 8
-// rows at 27 KiB (16 x 1,728 bytes).
-constexpr int64_t kPanelBlocks = 8;
-static_assert(kPanelBlocks == Q45KKernelZmm<false>::kPieceBlocks && kPanelBlocks == Q45KKernelZmm<true>::kPieceBlocks,
-              "the tile kernels sum a row in the panels' pieces");
 constexpr int kPanelTileCols = 4;
 
 // One quad (4 rows) x one 256-element weight block.
@@ -91,9 +94,26 @@ inline __m512i Pick(__m512i rows, uint32_t pattern) {
 }
 
 // Q4_K / Q5_K: value = d * sc[s] * q - dmin * m[s], 32-element sub-blocks.
+template <int Q, int C>
+void KQuantPanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy,
+                     bool accumulate);
+
 template <bool kFifthBit>
 struct Q45KPanel {
+  using Block = QuadBlock;
   static constexpr int kBlockBytes = kFifthBit ? 176 : 144;
+  static constexpr int64_t kElems = 256, kActBlockBytes = 292;
+  // Weight blocks of a row per panel: 8 (2,048 elements) keeps a panel of 8
+  // rows at 27 KiB (16 x 1,728 bytes).
+  static constexpr int64_t kPieceBlocks = 8;
+  static_assert(kPieceBlocks == Q45KKernelZmm<kFifthBit>::kPieceBlocks, "the tile kernel sums in the panels' pieces");
+  static int64_t PanelBlocks(int64_t nb_total) { return nb_total; }
+  static void Finish(const GemmArgs&, int64_t, int64_t) {}
+  template <int Q, int C>
+  static void Tile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy,
+                   bool accumulate) {
+    KQuantPanelTile<Q, C>(panel, nb, a, as, y, ldy, accumulate);
+  }
   // Block b of the 4 rows at x[0..3].
   static void Build(const uint8_t* const (&x)[4], QuadBlock& qb) {
     constexpr int kQs = kFifthBit ? 48 : 16;
@@ -144,12 +164,31 @@ inline __m512i Broadcast128(const uint8_t* p) { return _mm512_broadcast_i32x4(Lo
 // over-aligned locals in every case.
 inline __m512i LoadLanes(const int32_t* p) { return _mm512_loadu_si512(p); }
 
+// Row r of a quad is 128-bit lane r of its accumulators: sum its 4 floats
+// into y (column c at y + c * ldy) in HorizontalSum's order, the tile
+// kernels', adding (accumulate) or writing. (Through memory: GCC 12's
+// in-register float permutes warn -Wuninitialized in its headers.)
+template <int Q, int C>
+inline void PutQuadRows(const __m512 (&acc)[Q][C], float* y, int64_t ldy, bool accumulate) {
+  STRATA_UNROLL for (int q = 0; q < Q; ++q) {
+    STRATA_UNROLL for (int c = 0; c < C; ++c) {
+      float lanes[16];
+      _mm512_storeu_ps(lanes, acc[q][c]);
+      float* out = y + c * ldy + 4 * q;
+      for (int r = 0; r < 4; ++r) {
+        const float v = (lanes[4 * r] + lanes[4 * r + 2]) + (lanes[4 * r + 1] + lanes[4 * r + 3]);
+        out[r] = accumulate ? out[r] + v : v;
+      }
+    }
+  }
+}
+
 // Columns [c0, c0 + C) against quads [0, Q) of a panel of nb blocks (the same
 // for Q4_K and Q5_K: only building a panel depends on the type)
 // (panel[q * nb + b]); activation block b of column c at a + c * as + b * 292.
 // Adds (accumulate) or writes the results to y rows r0 .. r0 + 4Q - 1.
 template <int Q, int C>
-void PanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy, bool accumulate) {
+void KQuantPanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy, bool accumulate) {
   __m512 acc[Q][C];
   STRATA_UNROLL for (int q = 0; q < Q; ++q) {
     STRATA_UNROLL for (int c = 0; c < C; ++c) acc[q][c] = _mm512_setzero_ps();
@@ -190,30 +229,107 @@ void PanelTile(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as
       }
     }
   }
-  // Row r of a quad is 128-bit lane r: sum its 4 floats in HorizontalSum's
-  // order, the tile kernels'. (Through memory: GCC 12's in-register float
-  // permutes warn -Wuninitialized in its headers.)
-  STRATA_UNROLL for (int q = 0; q < Q; ++q) {
-    STRATA_UNROLL for (int c = 0; c < C; ++c) {
-      float lanes[16];
-      _mm512_storeu_ps(lanes, acc[q][c]);
-      float* out = y + c * ldy + 4 * q;
-      for (int r = 0; r < 4; ++r) {
-        const float v = (lanes[4 * r] + lanes[4 * r + 2]) + (lanes[4 * r + 1] + lanes[4 * r + 3]);
-        out[r] = accumulate ? out[r] + v : v;
+  PutQuadRows<Q, C>(acc, y, ldy, accumulate);
+}
+
+// Q8_0: value = d * q, 32-element blocks; one quad x one block.
+struct alignas(64) Q8Quad {
+  uint8_t codes[2][64];  // elements 0-15 and 16-31, as QuadBlock's codes (signed bytes)
+  int32_t start[16];     // lane 4r + j: -128 * (the sum of row r's 8 weights that lane meets)
+  float d[16];           // the row's d in each of its lanes
+};
+
+struct Q8_0Panel {
+  using Block = Q8Quad;
+  static constexpr int kBlockBytes = 34;
+  static constexpr int64_t kElems = 32, kActBlockBytes = 34;
+  // 64 blocks (2,048 elements): a panel of 8 rows is 24 KiB (128 x 192 bytes).
+  static constexpr int64_t kPieceBlocks = 64;
+  static_assert(kPieceBlocks == 2 * Q8_0KernelZmm::kPieceBlocks, "the tile kernel sums in the panels' pieces");
+
+  static void Build(const uint8_t* const (&x)[4], Q8Quad& qb) {
+    const __m512i v01 = RowPair(x, 0, 2), v23 = RowPair(x, 2, 2);
+    const __m512i c0 = _mm512_shuffle_i64x2(v01, v23, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i c1 = _mm512_shuffle_i64x2(v01, v23, _MM_SHUFFLE(3, 1, 3, 1));
+    _mm512_storeu_si512(qb.codes[0], c0);
+    _mm512_storeu_si512(qb.codes[1], c1);
+    const __m512i m128 = Set1I8x64(0x80);  // 128 as the unsigned operand
+    const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), m128, c0), m128, c1);
+    PutVector(qb.start, _mm512_sub_epi32(_mm512_setzero_si512(), sum128));
+    const float d[4] = {LoadHalf(x[0]), LoadHalf(x[1]), LoadHalf(x[2]), LoadHalf(x[3])};
+    PutRowFloats(qb.d, d);
+  }
+
+  // As KQuantPanelTile; activation block b of column c at a + c * as + b * 34.
+  // Even and odd blocks accumulate apart and meet at the end, as in the tile
+  // kernel (Q8_0KernelZmm: a vector holds a pair of blocks), so that both
+  // give the same bits; nb is even.
+  template <int Q, int C>
+  static void Tile(const Q8Quad* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy,
+                   bool accumulate) {
+    __m512 acc[2][Q][C];
+    STRATA_UNROLL for (int h = 0; h < 2; ++h) {
+      STRATA_UNROLL for (int q = 0; q < Q; ++q) {
+        STRATA_UNROLL for (int c = 0; c < C; ++c) acc[h][q][c] = _mm512_setzero_ps();
+      }
+    }
+    const __m512i flip = Set1I8x64(0x80);
+    for (int64_t b2 = 0; b2 < nb; b2 += 2) {
+      STRATA_UNROLL for (int h = 0; h < 2; ++h) {
+        const int64_t b = b2 + h;
+        __m512i codes[Q][2], start[Q];
+        __m512 wd[Q];
+        STRATA_UNROLL for (int q = 0; q < Q; ++q) {
+          const Q8Quad& qb = panel[q * nb + b];
+          codes[q][0] = _mm512_loadu_si512(qb.codes[0]);
+          codes[q][1] = _mm512_loadu_si512(qb.codes[1]);
+          start[q] = LoadLanes(qb.start);
+          wd[q] = _mm512_loadu_ps(qb.d);
+        }
+        STRATA_UNROLL for (int c = 0; c < C; ++c) {
+          const uint8_t* ac = a + c * as + b * 34;
+          const __m512i a0 = _mm512_xor_si512(Broadcast128(ac + 2), flip);  // a + 128
+          const __m512i a1 = _mm512_xor_si512(Broadcast128(ac + 18), flip);
+          const __m512 da = _mm512_set1_ps(LoadHalf(ac));
+          STRATA_UNROLL for (int q = 0; q < Q; ++q) {
+            const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(start[q], a0, codes[q][0]), a1, codes[q][1]);
+            acc[h][q][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(wd[q], da), acc[h][q][c]);
+          }
+        }
+      }
+    }
+    __m512 sum[Q][C];
+    STRATA_UNROLL for (int q = 0; q < Q; ++q) {
+      STRATA_UNROLL for (int c = 0; c < C; ++c) sum[q][c] = _mm512_add_ps(acc[0][q][c], acc[1][q][c]);
+    }
+    PutQuadRows<Q, C>(sum, y, ldy, accumulate);
+  }
+
+  // The tile kernel takes blocks in pairs and an odd last block by its
+  // 256-bit tail, added to the row's sum: so here.
+  static int64_t PanelBlocks(int64_t nb_total) { return nb_total & ~int64_t{1}; }
+  static void Finish(const GemmArgs& g, int64_t r0, int64_t rows) {
+    const int64_t k0 = PanelBlocks(g.k / 32) * 32;
+    if (k0 == g.k) return;
+    for (int64_t c = 0; c < g.cols; ++c) {
+      for (int64_t r = r0; r < r0 + rows; ++r) {
+        float out[1][1] = {{g.y[c * g.ldy + r]}};
+        Q8_0KernelZmm::Tail<1, 1>(g.w + static_cast<uint64_t>(r) * g.w_row_bytes, g.w_row_bytes,
+                                  g.act + static_cast<uint64_t>(c) * g.act_row_bytes, g.act_row_bytes, k0, g.k, out);
+        g.y[c * g.ldy + r] = out[0][0];
       }
     }
   }
-}
+};
 
-template <int Q, int C>
-inline void PanelColumnTail(const QuadBlock* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y, int64_t ldy,
-                            bool accumulate, int64_t rem) {
+template <class P, int Q, int C>
+inline void PanelColumnTail(const typename P::Block* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y,
+                            int64_t ldy, bool accumulate, int64_t rem) {
   if constexpr (C > 0) {
     if (rem == C) {
-      PanelTile<Q, C>(panel, nb, a, as, y, ldy, accumulate);
+      P::template Tile<Q, C>(panel, nb, a, as, y, ldy, accumulate);
     } else {
-      PanelColumnTail<Q, C - 1>(panel, nb, a, as, y, ldy, accumulate, rem);
+      PanelColumnTail<P, Q, C - 1>(panel, nb, a, as, y, ldy, accumulate, rem);
     }
   }
 }
@@ -221,10 +337,11 @@ inline void PanelColumnTail(const QuadBlock* panel, int64_t nb, const uint8_t* a
 // Rows [r0, r0 + 4Q) x all columns, through panels.
 template <class P, int Q>
 void PanelStripe(const GemmArgs& g, int64_t r0) {
-  QuadBlock panel[Q * kPanelBlocks];
-  const int64_t nb_total = g.k / 256;
-  for (int64_t b0 = 0; b0 < nb_total; b0 += kPanelBlocks) {
-    const int64_t nb = std::min<int64_t>(kPanelBlocks, nb_total - b0);
+  constexpr int64_t kPiece = P::kPieceBlocks;
+  typename P::Block panel[Q * kPiece];
+  const int64_t nb_total = P::PanelBlocks(g.k / P::kElems);
+  for (int64_t b0 = 0; b0 < nb_total; b0 += kPiece) {
+    const int64_t nb = std::min<int64_t>(kPiece, nb_total - b0);
     for (int q = 0; q < Q; ++q) {
       const uint8_t* rows[4];
       for (int r = 0; r < 4; ++r) rows[r] = g.w + static_cast<uint64_t>(r0 + 4 * q + r) * g.w_row_bytes + b0 * P::kBlockBytes;
@@ -238,30 +355,31 @@ void PanelStripe(const GemmArgs& g, int64_t r0) {
     // next stripe's first), into L2 while this one's columns run: building
     // reads 4 rows in step, which the hardware prefetcher does not follow.
     {
-      int64_t next_r0 = r0, next_b0 = b0 + kPanelBlocks;
+      int64_t next_r0 = r0, next_b0 = b0 + kPiece;
       if (next_b0 >= nb_total) next_r0 = r0 + 4 * Q, next_b0 = 0;
       const int64_t next_rows = std::min<int64_t>(8, g.rows - next_r0);
-      const int64_t next_bytes = std::min<int64_t>(kPanelBlocks, nb_total - next_b0) * P::kBlockBytes;
+      const int64_t next_bytes = std::min<int64_t>(kPiece, nb_total - next_b0) * P::kBlockBytes;
       for (int64_t r = 0; r < next_rows; ++r) {
         const uint8_t* p = g.w + static_cast<uint64_t>(next_r0 + r) * g.w_row_bytes + next_b0 * P::kBlockBytes;
         for (int64_t off = 0; off < next_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
       }
     }
-    const uint8_t* a = g.act + b0 * 292;
+    const uint8_t* a = g.act + b0 * P::kActBlockBytes;
     int64_t c = 0;
     for (; c + kPanelTileCols <= g.cols; c += kPanelTileCols)
-      PanelTile<Q, kPanelTileCols>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes, g.y + c * g.ldy + r0, g.ldy,
-                                       b0 > 0);
-    PanelColumnTail<Q, kPanelTileCols - 1>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes,
+      P::template Tile<Q, kPanelTileCols>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes, g.y + c * g.ldy + r0,
+                                          g.ldy, b0 > 0);
+    PanelColumnTail<P, Q, kPanelTileCols - 1>(panel, nb, a + c * g.act_row_bytes, g.act_row_bytes,
                                               g.y + c * g.ldy + r0, g.ldy, b0 > 0, g.cols - c);
   }
+  P::Finish(g, r0, 4 * Q);
 }
 
 // The GemmFn: panels for stripes of 8 and 4 rows once there are
 // kPanelMinCols columns, the tile kernel K for the rest.
 template <class P, class K>
 void PanelGemm(const GemmArgs& g) {
-  if (g.cols < kPanelMinCols || g.rows < 4 || g.k < 256) {
+  if (g.cols < kPanelMinCols || g.rows < 4 || P::PanelBlocks(g.k / P::kElems) == 0) {
     Gemm<K>(g);
     return;
   }

@@ -193,8 +193,16 @@ inline __m512i QuantPair(const uint8_t* p) {
 // both scales come as per-half vectors, so a block pair costs one multiply
 // of scale vectors. A row of an odd number of blocks ends with the 256-bit
 // kernel.
+//
+// Summed in the order of the Q8_0 panels (x86_panel_kernels.h, from 8
+// columns on), so that a column's bits do not depend on the product's column
+// count: per block, lanes L and L + 4 (elements 4L .. 4L + 3 and 16 + 4L ..)
+// are added (integers, exact) into the panel's 4 lanes, converted and
+// accumulated in lanes 0-3 (even blocks) and 8-11 (odd blocks), the other
+// lanes kept at zero; the row walked in the panels' pieces of 2,048 elements.
 struct Q8_0KernelZmm {
   static __m512 AccZero() { return _mm512_setzero_ps(); }
+  static constexpr int64_t kPieceBlocks = 32;  // pairs
   static constexpr int kBlockElems = 64, kBlockBytes = 68, kActBlockBytes = 68;
   static constexpr bool kHasTail = true;
   static constexpr int kMatVecRows = 4, kTileRows = 4, kTileCols = 4;
@@ -214,7 +222,8 @@ struct Q8_0KernelZmm {
       const __m512 wd = HalfPair(x);
       STRATA_UNROLL for (int c = 0; c < C; ++c) {
         const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, aq[c]), offset[c]);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, ad[c]), acc[r][c]);
+        const __m512i folded = _mm512_add_epi32(dot, _mm512_shuffle_i32x4(dot, dot, _MM_SHUFFLE(2, 3, 0, 1)));
+        acc[r][c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(folded), _mm512_mul_ps(wd, ad[c]), acc[r][c], 0x0F0F);
       }
     }
   }
