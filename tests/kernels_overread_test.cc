@@ -90,7 +90,7 @@ TEST(KernelsOverread, NoReadBeyondRowsAndPadding) {
     for (int64_t k : ks) {
       for (int64_t rows : {1, 3, 5, 9}) {
         for (int64_t cols : {1, 2, 5, 9}) {
-          // 9 x 9: the AVX-512 K-quant panels (a stripe of 8 rows, a row of tile kernel).
+          // 9 x 9: the AVX-512 panels (Q4_K, Q5_K, Q8_0: a stripe of 8 rows, a row of tile kernel).
           if ((rows == 9) != (cols == 9)) continue;
           std::mt19937_64 rng(static_cast<uint64_t>(k * 100 + rows * 10 + cols));
           const std::vector<uint8_t> w = testing::RandomMatrix(info.type, rows, k, rng);
