@@ -41,6 +41,13 @@
 // Panels are built per stripe of 8 (or 4) rows and a piece of 2,048 elements
 // of the row (rows are walked in pieces of that length, the outputs
 // accumulated), in a stack buffer: no allocation.
+//
+// One order at every column count: below kPanelMinCols columns (decode, small
+// experts) the tile kernels run, and they sum in the panels' order (their 16
+// integer lanes folded into the panels' 4 per row, the same float lanes and
+// pieces; Q8_0: even and odd blocks apart, the odd last block of a row by the
+// 256-bit kernel here too), so a column's result does not depend on how many
+// columns share its product (kernels_test AColumnsBitsDoNotDependOnTheColumnCount).
 // Include only from *_avx512.cc, after x86_zmm_kernels.h.
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VNNI__)
