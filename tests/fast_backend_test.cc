@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,6 +125,106 @@ TEST(FastBackend, ParallelChunksAndColumnBlocks) {
       }
     }
   }
+}
+
+// MatMulBatch (the MoE op's gate/up and down batches) against MatMul on each
+// job in turn, bit for bit: jobs of several types and widths, row lists (with
+// a token listed twice and out of order), an up sharing its gate's
+// activations, F32 weights read in place, empty jobs, more than one column
+// block, and products small and large enough to be split over threads.
+TEST(FastBackend, BatchEqualsOneProductAtATimeBitForBit) {
+  struct Spec {
+    GgmlType type;
+    int64_t rows, k, n;
+    bool listed;  // rows from the shared list (else x's own rows 0..n-1)
+  };
+  const Spec specs[] = {
+      {GgmlType::kQ4_K, 96, 512, 5, true},  {GgmlType::kQ4_K, 96, 512, 5, true},  // gate, up: shared rows
+      {GgmlType::kQ6_K, 40, 256, 3, false}, {GgmlType::kQ8_0, 515, 1024, 70, false},
+      {GgmlType::kF32, 33, 64, 4, true},    {GgmlType::kQ4_K, 8, 256, 0, true},
+      {GgmlType::kQ5_K, 200, 768, 9, true}, {GgmlType::kF16, 12, 96, 1, false},
+  };
+  std::mt19937_64 rng(42);
+  std::vector<std::vector<uint8_t>> weights;
+  std::vector<std::vector<float>> xs;
+  const std::vector<int64_t> list = {3, 0, 7, 7, 1, 5, 2, 6, 4};  // rows of an 8-row x
+  for (const Spec& sp : specs) {
+    weights.push_back(testing::RandomMatrix(sp.type, sp.rows, sp.k, rng));
+    xs.push_back(testing::RandomActivations(sp.listed ? 8 : std::max<int64_t>(sp.n, 1), sp.k, rng));
+  }
+  xs[1] = xs[0];  // up reads gate's x
+  for (IsaLevel isa : LevelsHere()) {
+    for (int threads : {1, 2, 3}) {
+      // Two backends: the batch must not find what it needs left in the
+      // activation buffer by the one-at-a-time products.
+      auto fast = Make(isa, threads), one = Make(isa, threads);
+      ASSERT_NE(fast, nullptr);
+      ASSERT_NE(one, nullptr);
+      std::vector<CpuBackend::MatMulJob> jobs;
+      std::vector<std::vector<float>> got(std::size(specs)), want(std::size(specs));
+      for (size_t i = 0; i < std::size(specs); ++i) {
+        const Spec& sp = specs[i];
+        const WeightMatrix w = Matrix(sp.type, weights[i], sp.rows, sp.k);
+        got[i].assign(static_cast<size_t>(std::max<int64_t>(sp.n, 1) * sp.rows), -1.0f);
+        want[i] = got[i];
+        const float* x = i == 1 ? xs[0].data() : xs[i].data();
+        jobs.push_back({w, x, sp.listed ? list.data() : nullptr, sp.n, got[i].data()});
+        // One at a time: the listed rows gathered first.
+        std::vector<float> gathered;
+        const float* xin = x;
+        if (sp.listed) {
+          for (int64_t t = 0; t < sp.n; ++t)
+            gathered.insert(gathered.end(), x + list[static_cast<size_t>(t)] * sp.k,
+                            x + (list[static_cast<size_t>(t)] + 1) * sp.k);
+          xin = gathered.data();
+        }
+        one->MatMul(w, xin, sp.n, want[i].data());
+      }
+      fast->MatMulBatch(jobs);
+      for (size_t i = 0; i < std::size(specs); ++i) {
+        SCOPED_TRACE(std::string(TypeName(specs[i].type)) + " job " + std::to_string(i) + " " +
+                     std::string(IsaName(isa)) + " threads " + std::to_string(threads));
+        ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)));
+      }
+    }
+  }
+  // More jobs than one run of the backend takes (slices of 64): 131 jobs, a
+  // lone one first so that gate/up pairs sharing activations straddle the
+  // slices' edges.
+  {
+    auto fast = Make(LevelsHere().back(), 2), one = Make(LevelsHere().back(), 2);
+    ASSERT_NE(fast, nullptr);
+    ASSERT_NE(one, nullptr);
+    const std::vector<uint8_t> small = testing::RandomMatrix(GgmlType::kQ4_K, 16, 256, rng);
+    const std::vector<float> x = testing::RandomActivations(8, 256, rng);
+    const WeightMatrix w = Matrix(GgmlType::kQ4_K, small, 16, 256);
+    std::vector<CpuBackend::MatMulJob> jobs;
+    std::vector<std::vector<float>> got(131, std::vector<float>(9 * 16)), want = got;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const int64_t n = 1 + static_cast<int64_t>((i + 1) / 2 % 9);  // pairs (2i-1, 2i) share n and rows
+      jobs.push_back({w, x.data(), list.data(), n, got[i].data()});
+      std::vector<float> gathered;
+      for (int64_t t = 0; t < n; ++t)
+        gathered.insert(gathered.end(), x.begin() + list[static_cast<size_t>(t)] * 256,
+                        x.begin() + (list[static_cast<size_t>(t)] + 1) * 256);
+      one->MatMul(w, gathered.data(), n, want[i].data());
+    }
+    fast->MatMulBatch(jobs);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float))) << "job " << i;
+  }
+  // The plain engine's batch (gathers, then MatMul) equals its MatMul too.
+  ReferenceBackend ref;
+  std::vector<float> got(static_cast<size_t>(5 * 96)), want(got.size());
+  const WeightMatrix w = Matrix(GgmlType::kQ4_K, weights[0], 96, 512);
+  const CpuBackend::MatMulJob job{w, xs[0].data(), list.data(), 5, got.data()};
+  ref.MatMulBatch({&job, 1});
+  std::vector<float> gathered;
+  for (int64_t t = 0; t < 5; ++t)
+    gathered.insert(gathered.end(), xs[0].begin() + list[static_cast<size_t>(t)] * 512,
+                    xs[0].begin() + (list[static_cast<size_t>(t)] + 1) * 512);
+  ref.MatMul(w, gathered.data(), 5, want.data());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
 }
 
 TEST(FastBackend, ReportsKernelsAndSlowTypes) {

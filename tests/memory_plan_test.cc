@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <new>
 #include <regex>
 
@@ -193,6 +194,50 @@ TEST_P(Workspaces, APassAllocatesNothingWithTheRunsWorkspace) {
     ASSERT_TRUE(Forward(model, **fast, mem->states[0], std::span(&id, 1), o, &logits).ok());
   }
   EXPECT_EQ(g_count.load() - before, 0) << "heap allocations during forward passes";
+}
+
+// The MoE op's batches (every selected expert's rows converted at once) within
+// the plan's backend scratch, for expert types whose activations differ: F32
+// experts (rows gathered, not converted), gate and up in two formats (Q4_K:
+// Q8_K; Q8_0: Q8_0), gate and up of one type (one conversion). A pass that
+// needs more than was planned would allocate.
+TEST(Workspaces, TheMoeBatchesRunWithinThePlannedScratch) {
+  const std::map<TensorRole, GgmlType> mixes[] = {
+      {{TensorRole::kFfnGateExps, GgmlType::kF32}, {TensorRole::kFfnUpExps, GgmlType::kF32},
+       {TensorRole::kFfnDownExps, GgmlType::kF32}},
+      {{TensorRole::kFfnGateExps, GgmlType::kQ4_K}, {TensorRole::kFfnUpExps, GgmlType::kQ8_0},
+       {TensorRole::kFfnDownExps, GgmlType::kQ6_K}},
+      {{TensorRole::kFfnGateExps, GgmlType::kQ5_K}, {TensorRole::kFfnUpExps, GgmlType::kQ5_K}},
+  };
+  int which = 0;
+  for (const auto& mix : mixes) {
+    SCOPED_TRACE("mix " + std::to_string(which));
+    const std::string dir = testing::ScratchDir("moe_batches_" + std::to_string(which++));
+    auto m = testing::MakeSyntheticPack(Arch::kQwen3Moe, dir, "m", 3,
+                                        [&](testing::SyntheticModelSpec& s) { s.type_by_role = mix; });
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const Model& model = *m->model;
+    FastBackend::Options fo;
+    fo.threads = 2;
+    auto fast = FastBackend::Create(fo);
+    ASSERT_TRUE(fast.ok());
+    RunMemoryOptions mo;
+    mo.ram_budget = 1ull << 30;
+    RunShape shape{64, 64, (*fast)->threads(), false, 0};
+    auto setup = PlanRun(*m->pack, model, **fast, mo, shape);
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    auto mem = AllocateRun(model, **fast, *setup);
+    ASSERT_TRUE(mem.ok()) << mem.status().message();
+    std::vector<float> logits;
+    logits.reserve(model.hp().n_vocab);
+    ForwardOptions o;
+    o.workspace = &mem->workspace;
+    std::vector<int32_t> prompt(64);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + 7 * i % 250);
+    const int64_t before = g_count.load();
+    ASSERT_TRUE(Forward(model, **fast, mem->states[0], prompt, o, &logits).ok());
+    EXPECT_EQ(g_count.load() - before, 0) << "heap allocations during a 64-token pass";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Workspaces, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),

@@ -231,12 +231,28 @@ Result<MemoryPlan> PlanOnly(const Pack& pack, const Model& model, const CpuBacke
     add("large-page rounding", PlanPool::kHeap, extra, true,
         StrFormat("sequence states and workspace rounded up to whole %s pages", HumanBytes(lp).c_str()));
   }
+  // The MoE op converts the rows of every selected expert at once (T x
+  // n_expert_used), its gate's and up's together (one conversion when the
+  // two are of one type).
+  const int64_t expert_rows = T * std::max<int64_t>(hp.n_expert_used, 1);
   uint64_t act = 0;
-  for (const TensorView& t : model.tensors())
-    if (t.rank >= 2) act = std::max(act, backend.ScratchBytes(t.type, static_cast<int64_t>(t.shape[0]), T));
+  for (const TensorView& t : model.tensors()) {
+    if (t.rank < 2) continue;
+    const auto cols = static_cast<int64_t>(t.shape[0]);
+    if (t.expert_count == 0) {
+      act = std::max(act, backend.ScratchBytes(t.type, cols, T));
+      continue;
+    }
+    uint64_t bytes = backend.BatchScratchBytes(t.type, cols, expert_rows);
+    if (t.role == TensorRole::kFfnUpExps && !t.is_decode_copy) {
+      const TensorView* gate = model.Get(t.layer, TensorRole::kFfnGateExps);
+      if (gate && gate->type != t.type) bytes += backend.BatchScratchBytes(gate->type, cols, expert_rows);
+    }
+    act = std::max(act, bytes);
+  }
   add("backend scratch", PlanPool::kHeap, act, true,
-      StrFormat("%s: converted activations of %lld rows for the widest matrix", backend.name().c_str(),
-                static_cast<long long>(T)));
+      StrFormat("%s: converted activations of %lld rows for the widest matrix, %lld for experts' gate and up",
+                backend.name().c_str(), static_cast<long long>(T), static_cast<long long>(expert_rows)));
   const uint64_t rows = in.logits_all ? static_cast<uint64_t>(T) : static_cast<uint64_t>(in.parallel);
   add("logits", PlanPool::kHeap, rows * hp.n_vocab * sizeof(float), true,
       StrFormat("%" PRIu64 " rows x %u vocabulary x 4 B", rows, hp.n_vocab));

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -149,12 +150,32 @@ class CpuBackend : public Backend {
   // --- the matrix engine ----------------------------------------------------
   // y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t < n.
   virtual void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) = 0;
+  // One product of a batch: y[t * w.rows + r] = dot(row r of w, row t of x)
+  // for t < n, where row t of x is x + (rows ? rows[t] : t) * w.cols.
+  struct MatMulJob {
+    WeightMatrix w;
+    const float* x = nullptr;
+    const int64_t* rows = nullptr;  // null: x's rows 0..n-1
+    int64_t n = 0;
+    float* y = nullptr;
+  };
+  // Every job of the batch, with results bit-identical to MatMul on each in
+  // turn (jobs' outputs must not overlap their own or each other's inputs).
+  // FastBackend converts every job's activations, then runs the row chunks of
+  // all jobs as one set of tasks: the threads meet twice per batch instead of
+  // twice per product (the MoE op hands it all selected experts' gate and up,
+  // then all their downs). The default runs MatMul on each job in turn.
+  virtual void MatMulBatch(std::span<const MatMulJob> jobs);
   // Runs fn(begin, end) over [0, n) split across the backend's threads.
   virtual void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
   // Bytes MatMul uses beyond x and y for a product of n activation rows with
   // a matrix of this type and width (FastBackend: its converted-activation
-  // buffer, kept between calls). The memory plan counts the largest.
+  // buffer, kept between calls). The memory plan counts the largest, and for
+  // matrices of experts the MoE op's batches (BatchScratchBytes).
   virtual uint64_t ScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
+  // The same for a MatMulBatch job of n rows named by index (rows of F32
+  // activations are gathered too).
+  virtual uint64_t BatchScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
   // Makes that scratch `bytes` large now, so MatMul does not allocate during
   // a run. Errors: kResourceExhausted with the size.
   virtual Status ReserveScratch(uint64_t /*bytes*/) { return Status::Ok(); }

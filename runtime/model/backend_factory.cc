@@ -19,12 +19,16 @@ class FastModelBackend : public CpuBackend {
   FastModelBackend(std::unique_ptr<FastBackend> b, std::vector<std::string> notes)
       : b_(std::move(b)), notes_(std::move(notes)) {}
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override { b_->MatMul(w, x, n, y); }
+  void MatMulBatch(std::span<const MatMulJob> jobs) override { b_->MatMulBatch(jobs); }
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override { b_->ParallelFor(n, fn); }
   int threads() const override { return b_->threads(); }
   uint64_t SyncWaitNs() const override { return b_->SyncWaitNs(); }
   std::string name() const override { return b_->name(); }
   std::vector<std::string> Notes() const override { return notes_; }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
+  uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
+    return b_->BatchScratchBytes(type, cols, n);
+  }
   Status ReserveScratch(uint64_t bytes) override { return b_->ReserveScratch(bytes); }
   const kernels::AttnKernels& attention() const override { return b_->attention(); }
 

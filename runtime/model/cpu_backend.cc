@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/base/fault_injection.h"
@@ -62,6 +63,22 @@ Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvT
 
 
 void CpuBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { fn(0, n); }
+
+void CpuBackend::MatMulBatch(std::span<const MatMulJob> jobs) {
+  std::vector<float> gathered;  // the plain path: a job with a row list is gathered first
+  for (const MatMulJob& j : jobs) {
+    if (j.n <= 0) continue;
+    const float* x = j.x;
+    if (j.rows) {
+      const auto cols = static_cast<size_t>(j.w.cols);
+      gathered.resize(static_cast<size_t>(j.n) * cols);
+      for (int64_t t = 0; t < j.n; ++t)
+        std::memcpy(&gathered[static_cast<size_t>(t) * cols], j.x + j.rows[t] * j.w.cols, cols * sizeof(float));
+      x = gathered.data();
+    }
+    MatMul(j.w, x, j.n, j.y);
+  }
+}
 
 Result<uint8_t*> CpuBackend::AllocateHost(uint64_t bytes, std::string_view what) {
   if (bytes > static_cast<uint64_t>(SIZE_MAX) - kBufferAlignment) return AllocationFailed(what, bytes);
@@ -369,9 +386,15 @@ uint64_t SwiGluBytes(uint64_t rows, uint64_t ff) { return 2 * TakeBytes<float>(r
 
 uint64_t MoeBytes(const HParams& hp, uint64_t n) {
   const uint64_t NE = hp.n_expert, K = hp.n_expert_used, E = hp.n_embd;
-  return TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) + TakeBytes<float>(K) +
-         TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) + TakeBytes<int64_t>(n * K) +
-         TakeBytes<float>(n * K * E) + 2 * TakeBytes<float>(n * E) + TakeBytes<float>(2 * n * hp.n_ff_exp);
+  const uint64_t routing = TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) +
+                           TakeBytes<float>(K) + TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) +
+                           2 * TakeBytes<int64_t>(n * K) + TakeBytes<float>(n * K * E);
+  // The executor's path: one expert's rows at a time. The batched path: the
+  // token of each entry, gate and up of every entry, the jobs.
+  const uint64_t executor = TakeBytes<float>(n * E);
+  const uint64_t batched = TakeBytes<int64_t>(n * K) + 2 * TakeBytes<float>(n * K * hp.n_ff_exp) +
+                           TakeBytes<CpuBackend::MatMulJob>(2 * NE);
+  return routing + std::max(executor, batched);
 }
 
 uint64_t SharedExpertBytes(const HParams& hp, uint64_t n) {
@@ -574,7 +597,10 @@ Status CpuBackend::DenseFfn(int32_t il, Act in, Act out) {
 
 // Routed experts: softmax over the router logits, top-k, renormalized
 // weights, each expert's SwiGLU on the tokens routed to it (a batch per
-// expert), summed in routing order as llama.cpp does.
+// expert), summed in routing order as llama.cpp does. On the backend's own
+// weights the selected experts run as two batches (MatMulBatch): the gate and
+// up products of all of them, SiLU, then all their downs; the expert executor
+// (tiered experts) takes one expert at a time.
 Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   OpScope scope_op(*this);
   const PassState& p = *pass_;
@@ -582,7 +608,7 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   Workspace& ws = *p.ws;
   const float* h = ActPtr(in);
   float* out = ActPtr(out_act);
-  const int64_t n = p.n, E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used;
+  const int64_t n = p.n, E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used, F = hp.n_ff_exp;
   WorkspaceScope scope(ws);
   float* probs = ws.Take<float>(n * NE);
   int32_t* sel = ws.Take<int32_t>(n * K);
@@ -591,11 +617,9 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   int64_t* first = ws.Take<int64_t>(NE + 1);  // expert e's entries: list[first[e] .. first[e+1])
   int64_t* fill = ws.Take<int64_t>(NE);
   int64_t* list = ws.Take<int64_t>(n * K);    // entries t*K + k, grouped by expert, in order
-  float* results = ws.Take<float>(n * K * E);
-  float* xe = ws.Take<float>(n * E);  // an expert is chosen at most once per token: m <= n
-  float* ye = ws.Take<float>(n * E);
-  float* gu = ws.Take<float>(2 * n * hp.n_ff_exp);  // an expert's SwiGLU for up to n rows
-  if (!gu) return ws.Exhausted("MoE routing");
+  int64_t* where = ws.Take<int64_t>(n * K);   // entry t*K + k's place in list
+  float* results = ws.Take<float>(n * K * E);  // by place in list
+  if (!results) return ws.Exhausted("MoE routing");
   MatMul(Matrix(*W(*p.m, il, R::kFfnGateInp)), h, n, probs);
   for (int64_t t = 0; t < n; ++t) {
     float* pr = probs + t * NE;
@@ -625,34 +649,65 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   for (int64_t e = 0; e < NE; ++e) first[e + 1] += first[e];
   std::copy(first, first + NE, fill);
   for (int64_t i = 0; i < n * K; ++i) list[fill[sel[i]]++] = i;
-  const TensorView& gate = *W(*p.m, il, R::kFfnGateExps);
-  const TensorView& up = *W(*p.m, il, R::kFfnUpExps);
-  const TensorView& down = *W(*p.m, il, R::kFfnDownExps);
-  for (int64_t e = 0; e < NE; ++e) {
-    const int64_t* entries = list + first[e];
-    const int64_t m = first[e + 1] - first[e];
-    if (m == 0) continue;
-    for (int64_t i = 0; i < m; ++i) std::memcpy(&xe[i * E], h + (entries[i] / K) * E, E * sizeof(float));
-    if (p.opt->experts) {
+  for (int64_t i = 0; i < n * K; ++i) where[list[i]] = i;
+  if (p.opt->experts) {
+    float* xe = ws.Take<float>(n * E);  // an expert is chosen at most once per token: m <= n
+    if (!xe) return ws.Exhausted("MoE routing");
+    for (int64_t e = 0; e < NE; ++e) {
+      const int64_t* entries = list + first[e];
+      const int64_t m = first[e + 1] - first[e];
+      if (m == 0) continue;
+      for (int64_t i = 0; i < m; ++i) std::memcpy(&xe[i * E], h + (entries[i] / K) * E, E * sizeof(float));
       // The expert's rows go to the executor and its output comes back.
       const uint64_t bytes = static_cast<uint64_t>(m * E) * sizeof(float);
       transfers_.down_bytes += bytes;
       ++transfers_.down_calls;
-      STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe, m, ye));
+      STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe, m, results + first[e] * E));
       transfers_.up_bytes += bytes;
       ++transfers_.up_calls;
-    } else {
-      STRATA_RETURN_IF_ERROR(SwiGlu(*this, ws, ExpertMatrix(gate, static_cast<uint32_t>(e)),
-                                    ExpertMatrix(up, static_cast<uint32_t>(e)),
-                                    ExpertMatrix(down, static_cast<uint32_t>(e)), xe, m, ye, gu));
     }
-    for (int64_t i = 0; i < m; ++i) std::memcpy(&results[entries[i] * E], &ye[i * E], E * sizeof(float));
+  } else {
+    int64_t* token = ws.Take<int64_t>(n * K);  // the token of list[i]
+    float* g = ws.Take<float>(n * K * F);      // gate, then silu(gate) * up, by place in list
+    float* u = ws.Take<float>(n * K * F);
+    MatMulJob* jobs = ws.Take<MatMulJob>(2 * NE);
+    if (!jobs) return ws.Exhausted("MoE routing");
+    for (int64_t i = 0; i < n * K; ++i) token[i] = list[i] / K;
+    const TensorView& gate = *W(*p.m, il, R::kFfnGateExps);
+    const TensorView& up = *W(*p.m, il, R::kFfnUpExps);
+    const TensorView& down = *W(*p.m, il, R::kFfnDownExps);
+    int64_t count = 0;
+    for (int64_t e = 0; e < NE; ++e) {
+      const int64_t m = first[e + 1] - first[e];
+      if (m == 0) continue;
+      const auto ue = static_cast<uint32_t>(e);
+      new (&jobs[count++]) MatMulJob{ExpertMatrix(gate, ue), h, token + first[e], m, g + first[e] * F};
+      new (&jobs[count++]) MatMulJob{ExpertMatrix(up, ue), h, token + first[e], m, u + first[e] * F};
+    }
+    MatMulBatch({jobs, static_cast<size_t>(count)});
+    const int64_t nf = n * K * F;
+    auto swiglu = [g, u](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) g[i] = ops::SiluF(g[i]) * u[i];
+    };
+    if (nf >= 64 * 1024) {
+      ParallelFor(nf, swiglu);
+    } else {
+      swiglu(0, nf);
+    }
+    count = 0;
+    for (int64_t e = 0; e < NE; ++e) {
+      const int64_t m = first[e + 1] - first[e];
+      if (m == 0) continue;
+      new (&jobs[count++])
+          MatMulJob{ExpertMatrix(down, static_cast<uint32_t>(e)), g + first[e] * F, nullptr, m, results + first[e] * E};
+    }
+    MatMulBatch({jobs, static_cast<size_t>(count)});
   }
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * E;
     for (int64_t k = 0; k < K; ++k) {
       const float w = wts[t * K + k];
-      const float* r = &results[(t * K + k) * E];
+      const float* r = &results[where[t * K + k] * E];
       if (k == 0) for (int64_t d = 0; d < E; ++d) o[d] = r[d] * w;
       else for (int64_t d = 0; d < E; ++d) o[d] += r[d] * w;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "runtime/base/checked_alloc.h"
@@ -116,25 +117,157 @@ void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float
     run_rows(0, w.rows);
     return;
   }
-  // About 4 chunks per thread (a descheduled thread then holds back little),
-  // in multiples of kRowQuantum rows; with several columns each at most
-  // kChunkWeightBytes (reused from L2 per column block). One column reads
-  // each weight once: its chunks stay long, streams the prefetch keeps ahead of.
-  int64_t rows_per = (w.rows + 4 * threads - 1) / (4 * threads);
-  const auto cache_rows = static_cast<int64_t>(kChunkWeightBytes / std::max<uint64_t>(w.row_bytes, 1));
-  if (n > 1) rows_per = std::min(rows_per, cache_rows);
-  rows_per = std::max<int64_t>(rows_per, 1);
-  rows_per = (rows_per + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+  const int64_t rows_per = RowsPerChunk(w, n, threads);
   const int64_t chunks = (w.rows + rows_per - 1) / rows_per;
   pool_.RunTasks(chunks, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) run_rows(c * rows_per, std::min(w.rows, (c + 1) * rows_per));
   });
 }
 
+void FastBackend::MatMulBatch(std::span<const MatMulJob> jobs) {
+  // In slices of kMaxBatchJobs: the job table is part of the backend.
+  while (jobs.size() > static_cast<size_t>(kMaxBatchJobs)) {
+    RunBatch(jobs.first(static_cast<size_t>(kMaxBatchJobs)));
+    jobs = jobs.subspan(static_cast<size_t>(kMaxBatchJobs));
+  }
+  RunBatch(jobs);
+}
+
+void FastBackend::RunBatch(std::span<const MatMulJob> jobs) {
+  const auto count = static_cast<int64_t>(jobs.size());
+  if (count == 0) return;
+  if (count == 1 && !jobs[0].rows) {
+    MatMul(jobs[0].w, jobs[0].x, jobs[0].n, jobs[0].y);
+    return;
+  }
+  // 1. Where each job's activations go in the kernel's format. A job with the
+  // same rows of the same x in the same format as the job before it (an
+  // expert's up after its gate) shares that job's.
+  uint64_t act_total = 0;
+  int64_t convert_rows = 0, convert_elems = 0, tasks = 0;
+  const int64_t threads = pool_.threads();
+  for (int64_t i = 0; i < count; ++i) {
+    const MatMulJob& j = jobs[static_cast<size_t>(i)];
+    BatchItem& b = batch_[static_cast<size_t>(i)];
+    b = BatchItem{};
+    const uint32_t id = static_cast<uint32_t>(j.w.type);
+    const Plan* plan = id < kGgmlTypeIdLimit ? &plans_[id] : nullptr;
+    if (plan == nullptr || plan->fn == nullptr) {
+      std::fprintf(stderr, "strata: internal error: FastBackend::MatMulBatch on type %s, which has no kernel\n",
+                   std::string(TypeName(j.w.type)).c_str());
+      std::abort();
+    }
+    b.plan = plan;
+    b.task_begin = b.task_end = tasks;
+    if (j.n <= 0 || j.w.rows <= 0) continue;
+    b.act_row_bytes = plan->act == ActFormat::kF32 ? static_cast<uint64_t>(j.w.cols) * sizeof(float)
+                                                   : ActRowBytes(plan->act, j.w.cols);
+    const MatMulJob* prev = i > 0 ? &jobs[static_cast<size_t>(i - 1)] : nullptr;
+    if (plan->act == ActFormat::kF32 && !j.rows) {
+      b.in_x = true;  // read in place
+    } else if (prev && prev->n == j.n && prev->x == j.x && prev->rows == j.rows && prev->w.cols == j.w.cols &&
+               batch_[static_cast<size_t>(i - 1)].plan->act == plan->act && !batch_[static_cast<size_t>(i - 1)].in_x) {
+      b.act_offset = batch_[static_cast<size_t>(i - 1)].act_offset;
+    } else {
+      b.act_offset = act_total;
+      b.convert_begin = convert_rows;
+      b.converts = true;
+      act_total += b.act_row_bytes * static_cast<uint64_t>(j.n);
+      convert_rows += j.n;
+      convert_elems += j.n * j.w.cols;
+    }
+    b.rows_per = threads == 1 ? j.w.rows : RowsPerChunk(j.w, j.n, threads);
+    tasks += (j.w.rows + b.rows_per - 1) / b.rows_per;
+    b.task_end = tasks;
+  }
+  if (act_buf_.size() < act_total) act_buf_.resize(static_cast<size_t>(act_total));
+  uint8_t* const buf = act_buf_.data();
+  const IsaLevel isa = isa_;
+
+  // 2. Convert: tasks over all rows that need it, each finding its job.
+  if (convert_rows > 0) {
+    auto convert = [&](int64_t begin, int64_t end) {
+      int64_t i = 0;
+      for (int64_t r = begin; r < end; ++r) {
+        while (!batch_[static_cast<size_t>(i)].converts ||
+               r >= batch_[static_cast<size_t>(i)].convert_begin + jobs[static_cast<size_t>(i)].n)
+          ++i;
+        const MatMulJob& j = jobs[static_cast<size_t>(i)];
+        const BatchItem& b = batch_[static_cast<size_t>(i)];
+        const int64_t t = r - b.convert_begin;
+        const float* src = j.x + (j.rows ? j.rows[t] : t) * j.w.cols;
+        uint8_t* dst = buf + b.act_offset + static_cast<uint64_t>(t) * b.act_row_bytes;
+        if (b.plan->act == ActFormat::kF32) {
+          std::memcpy(dst, src, static_cast<size_t>(j.w.cols) * sizeof(float));
+        } else {
+          QuantizeActivationRow(b.plan->act, isa, src, dst, j.w.cols);
+        }
+      }
+    };
+    if (threads > 1 && convert_rows > 1 && convert_elems >= kMinParallelConvert) {
+      pool_.ParallelFor(convert_rows, convert);
+    } else {
+      convert(0, convert_rows);
+    }
+  }
+
+  // 3. The row chunks of every job as one set of tasks, in job order.
+  auto run_task = [&](int64_t task, int64_t& i) {
+    while (task >= batch_[static_cast<size_t>(i)].task_end) ++i;
+    const MatMulJob& j = jobs[static_cast<size_t>(i)];
+    const BatchItem& b = batch_[static_cast<size_t>(i)];
+    const int64_t r0 = (task - b.task_begin) * b.rows_per, r1 = std::min(j.w.rows, r0 + b.rows_per);
+    GemmArgs g;
+    g.type = j.w.type;
+    g.w = j.w.data + static_cast<uint64_t>(r0) * j.w.row_bytes;
+    g.w_row_bytes = j.w.row_bytes;
+    g.act_row_bytes = b.act_row_bytes;
+    g.k = j.w.cols;
+    g.ldy = j.w.rows;
+    g.rows = r1 - r0;
+    const uint8_t* act = b.in_x ? reinterpret_cast<const uint8_t*>(j.x) : buf + b.act_offset;
+    for (int64_t c0 = 0; c0 < j.n; c0 += kColumnBlock) {
+      g.act = act + static_cast<uint64_t>(c0) * b.act_row_bytes;
+      g.cols = std::min(kColumnBlock, j.n - c0);
+      g.y = j.y + c0 * j.w.rows + r0;
+      b.plan->fn(g);
+    }
+  };
+  if (threads == 1) {
+    int64_t i = 0;
+    for (int64_t t = 0; t < tasks; ++t) run_task(t, i);
+    return;
+  }
+  pool_.RunTasks(tasks, [&](int64_t begin, int64_t end) {
+    int64_t i = 0;
+    for (int64_t t = begin; t < end; ++t) run_task(t, i);
+  });
+}
+
+// About 4 chunks per thread (a descheduled thread then holds back little), in
+// multiples of kRowQuantum rows; with several columns each at most
+// kChunkWeightBytes (reused from L2 per column block). One column reads each
+// weight once: its chunks stay long, streams the prefetch keeps ahead of.
+int64_t FastBackend::RowsPerChunk(const WeightMatrix& w, int64_t n, int64_t threads) {
+  int64_t rows_per = (w.rows + 4 * threads - 1) / (4 * threads);
+  const auto cache_rows = static_cast<int64_t>(kChunkWeightBytes / std::max<uint64_t>(w.row_bytes, 1));
+  if (n > 1) rows_per = std::min(rows_per, cache_rows);
+  rows_per = std::max<int64_t>(rows_per, 1);
+  return (rows_per + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+}
+
 uint64_t FastBackend::ScratchBytes(GgmlType type, int64_t cols, int64_t n) const {
   const uint32_t id = static_cast<uint32_t>(type);
   if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr || plans_[id].act == ActFormat::kF32 || n <= 0) return 0;
   return ActRowBytes(plans_[id].act, cols) * static_cast<uint64_t>(n);
+}
+
+uint64_t FastBackend::BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const {
+  const uint32_t id = static_cast<uint32_t>(type);
+  if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr || n <= 0) return 0;
+  const ActFormat act = plans_[id].act;
+  return (act == ActFormat::kF32 ? static_cast<uint64_t>(cols) * sizeof(float) : ActRowBytes(act, cols)) *
+         static_cast<uint64_t>(n);
 }
 
 Status FastBackend::ReserveScratch(uint64_t bytes) {

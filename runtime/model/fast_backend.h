@@ -19,6 +19,7 @@
 // backend (they share the pool and the activation buffer). After the buffer
 // has grown to the largest product, MatMul allocates nothing.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,11 +47,13 @@ class FastBackend : public CpuBackend {
   static Result<std::unique_ptr<FastBackend>> Create(const Options& options);
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
+  void MatMulBatch(std::span<const MatMulJob> jobs) override;
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
   int threads() const override { return pool_.threads(); }
   uint64_t SyncWaitNs() const override { return pool_.caller_wait_ns(); }
   std::string name() const override;  // "fast (avx512, 2 threads)"
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
+  uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
   Status ReserveScratch(uint64_t bytes) override;
   const kernels::AttnKernels& attention() const override { return kernels::AttnKernelsFor(isa_); }
   IsaLevel isa() const { return isa_; }
@@ -81,10 +84,32 @@ class FastBackend : public CpuBackend {
     const GemmKernel* kernel = nullptr;  // nullptr: the scalar reference
   };
 
+  // A job of a MatMulBatch: its plan, where its converted activations are,
+  // and its row chunks' tasks.
+  struct BatchItem {
+    const Plan* plan = nullptr;
+    uint64_t act_offset = 0;     // in act_buf_
+    uint64_t act_row_bytes = 0;
+    int64_t convert_begin = 0;   // its first row among the rows converted
+    int64_t rows_per = 1;        // rows per task
+    int64_t task_begin = 0;      // its tasks: [task_begin, task_end)
+    int64_t task_end = 0;
+    bool converts = false;       // converts its own rows (else shares the previous job's, or reads x)
+    bool in_x = false;           // F32 activations read in place
+  };
+  // Rows per task for a product of n columns on `threads` threads.
+  static int64_t RowsPerChunk(const WeightMatrix& w, int64_t n, int64_t threads);
+  // MatMulBatch on at most kMaxBatchJobs jobs.
+  void RunBatch(std::span<const MatMulJob> jobs);
+  // Jobs per batch run (gate and up of 32 experts; a decode step's 8 experts
+  // in one): longer batches run in slices, each with its own two meetings.
+  static constexpr int64_t kMaxBatchJobs = 64;
+
   IsaLevel isa_;
   ThreadPool pool_;
   Plan plans_[kGgmlTypeIdLimit];
   std::vector<uint8_t> act_buf_;  // converted activations, reused across calls
+  std::array<BatchItem, kMaxBatchJobs> batch_;  // a MatMulBatch slice's jobs
 };
 
 }  // namespace strata

@@ -30,12 +30,16 @@ class SimBackend : public CpuBackend {
   ~SimBackend() override;
 
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override { engine_->MatMul(w, x, n, y); }
+  void MatMulBatch(std::span<const MatMulJob> jobs) override { engine_->MatMulBatch(jobs); }
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override { engine_->ParallelFor(n, fn); }
   int threads() const override { return engine_->threads(); }
   std::string name() const override { return "sim over " + engine_->name(); }
   std::vector<std::string> Notes() const override { return engine_->Notes(); }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
     return engine_->ScratchBytes(type, cols, n);
+  }
+  uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
+    return engine_->BatchScratchBytes(type, cols, n);
   }
   Status ReserveScratch(uint64_t bytes) override { return engine_->ReserveScratch(bytes); }
   const kernels::AttnKernels& attention() const override { return engine_->attention(); }
