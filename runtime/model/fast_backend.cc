@@ -52,18 +52,22 @@ std::string FastBackend::name() const {
 
 void FastBackend::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) { pool_.ParallelFor(n, fn); }
 
-void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
-  if (n <= 0 || w.rows <= 0) return;
-  const uint32_t id = static_cast<uint32_t>(w.type);
-  const Plan* plan = id < kGgmlTypeIdLimit ? &plans_[id] : nullptr;
-  if (plan == nullptr || plan->fn == nullptr) {
+const FastBackend::Plan& FastBackend::KernelPlan(GgmlType type, const char* op) const {
+  const uint32_t id = static_cast<uint32_t>(type);
+  if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr) {
     // MakeBackend refuses a model with such a matrix at load, naming it; a
     // call that gets here is a bug in the caller, and no output is better
     // than a wrong one.
-    std::fprintf(stderr, "strata: internal error: FastBackend::MatMul on type %s, which has no kernel\n",
-                 std::string(TypeName(w.type)).c_str());
+    std::fprintf(stderr, "strata: internal error: FastBackend::%s on type %s, which has no kernel\n", op,
+                 std::string(TypeName(type)).c_str());
     std::abort();
   }
+  return plans_[id];
+}
+
+void FastBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
+  if (n <= 0 || w.rows <= 0) return;
+  const Plan* plan = &KernelPlan(w.type, "MatMul");
 
   // 1. Activations in the kernel's format.
   const int64_t k = w.cols;
@@ -150,13 +154,7 @@ void FastBackend::RunBatch(std::span<const MatMulJob> jobs) {
     const MatMulJob& j = jobs[static_cast<size_t>(i)];
     BatchItem& b = batch_[static_cast<size_t>(i)];
     b = BatchItem{};
-    const uint32_t id = static_cast<uint32_t>(j.w.type);
-    const Plan* plan = id < kGgmlTypeIdLimit ? &plans_[id] : nullptr;
-    if (plan == nullptr || plan->fn == nullptr) {
-      std::fprintf(stderr, "strata: internal error: FastBackend::MatMulBatch on type %s, which has no kernel\n",
-                   std::string(TypeName(j.w.type)).c_str());
-      std::abort();
-    }
+    const Plan* plan = &KernelPlan(j.w.type, "MatMulBatch");
     b.plan = plan;
     b.task_begin = b.task_end = tasks;
     if (j.n <= 0 || j.w.rows <= 0) continue;

@@ -97,6 +97,8 @@ class FastBackend : public CpuBackend {
     bool converts = false;       // converts its own rows (else shares the previous job's, or reads x)
     bool in_x = false;           // F32 activations read in place
   };
+  // The plan for a weight type; a type without one stops the process (a caller's bug).
+  const Plan& KernelPlan(GgmlType type, const char* op) const;
   // Rows per task for a product of n columns on `threads` threads.
   static int64_t RowsPerChunk(const WeightMatrix& w, int64_t n, int64_t threads);
   // MatMulBatch on at most kMaxBatchJobs jobs.
