@@ -5,6 +5,7 @@
 // scores[n) or o[d), and o is accumulated into, not overwritten.
 
 #include "runtime/kernels/attention.h"
+#include "runtime/kernels/delta_rule.h"
 #include "runtime/base/platform.h"
 #include "runtime/quant/quantize.h"
 
@@ -437,6 +438,90 @@ TEST(AttentionKernels, TypedValuesDecodeAsStored) {
   EXPECT_EQ(KvHeadBytes(KvType::kQ8_0, 128), 136);
   EXPECT_EQ(KvHeadBytes(KvType::kF16, 128), 256);
   EXPECT_FALSE(KvTypeFits(KvType::kQ8_0, 80));
+}
+
+// The gated delta rule (delta_rule.h): the AVX2 / AVX-512 versions (two
+// visits of S per token, fused multiply-adds) against the reference, for the
+// state and every token's output, over several tokens (errors carry through
+// S), at the real head size (128) and at sizes with strips of one vector and
+// columns past the last whole vector (tails).
+TEST(DeltaRule, SimdEqualsTheReferenceWithinRounding) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), dec(0.6f, 1.0f), bet(0.0f, 1.0f);
+  struct Shape { int64_t dk, dv, n; };
+  for (const Shape sh : {Shape{128, 128, 6}, Shape{16, 20, 3}, Shape{8, 37, 4}, Shape{32, 72, 2}, Shape{5, 3, 2},
+                         Shape{64, 16, 1}}) {
+    SCOPED_TRACE(testing::Message() << "dk " << sh.dk << " dv " << sh.dv << " n " << sh.n);
+    const int64_t dk = sh.dk, dv = sh.dv, n = sh.n;
+    std::vector<float> qs(static_cast<size_t>(n * dk)), ks(qs.size()), vs(static_cast<size_t>(n * dv));
+    std::vector<float> decay(static_cast<size_t>(n)), beta(decay.size()), S0(static_cast<size_t>(dk * dv));
+    // q and k of unit length (as the layer's L2 norm leaves them), q scaled.
+    for (int64_t t = 0; t < n; ++t) {
+      float nq = 0.0f, nk = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) {
+        qs[static_cast<size_t>(t * dk + i)] = unit(rng);
+        ks[static_cast<size_t>(t * dk + i)] = unit(rng);
+        nq += qs[static_cast<size_t>(t * dk + i)] * qs[static_cast<size_t>(t * dk + i)];
+        nk += ks[static_cast<size_t>(t * dk + i)] * ks[static_cast<size_t>(t * dk + i)];
+      }
+      for (int64_t i = 0; i < dk; ++i) {
+        qs[static_cast<size_t>(t * dk + i)] /= std::sqrt(nq) * std::sqrt(static_cast<float>(dk));
+        ks[static_cast<size_t>(t * dk + i)] /= std::sqrt(nk);
+      }
+      decay[static_cast<size_t>(t)] = dec(rng);
+      beta[static_cast<size_t>(t)] = bet(rng);
+    }
+    for (float& x : vs) x = unit(rng);
+    for (float& x : S0) x = unit(rng);
+    std::vector<const float*> qp, kp, vp;
+    for (int64_t t = 0; t < n; ++t) {
+      qp.push_back(&qs[static_cast<size_t>(t * dk)]);
+      kp.push_back(&ks[static_cast<size_t>(t * dk)]);
+      vp.push_back(&vs[static_cast<size_t>(t * dv)]);
+    }
+    // The first `tokens` tokens from S0.
+    auto run = [&](DeltaRuleFn fn, int64_t tokens, std::vector<float>& S, std::vector<float>& out) {
+      S = S0;
+      out.assign(static_cast<size_t>(tokens * dv + 1), 7.0f);  // one guard value past the last row
+      std::vector<float*> op;
+      for (int64_t t = 0; t < tokens; ++t) op.push_back(&out[static_cast<size_t>(t * dv)]);
+      std::vector<float> scratch(static_cast<size_t>(DeltaRuleScratchFloats(dv)));
+      fn(tokens, dk, dv, qp.data(), kp.data(), vp.data(), decay.data(), beta.data(), S.data(), op.data(),
+         scratch.data());
+    };
+    std::vector<float> S_ref, o_ref;
+    run(DeltaRuleRef, n, S_ref, o_ref);
+    // The reference is the rule: one token by hand, in double.
+    {
+      const std::vector<double> q1(qs.begin(), qs.begin() + dk), k1(ks.begin(), ks.begin() + dk),
+          v1(vs.begin(), vs.begin() + dv);
+      const double dec0 = decay[0], beta0 = beta[0];
+      std::vector<double> S(S0.begin(), S0.end()), kv(static_cast<size_t>(dv), 0.0), d(kv.size()), o(kv.size(), 0.0);
+      for (double& x : S) x *= dec0;
+      for (size_t i = 0; i < k1.size(); ++i)
+        for (size_t j = 0; j < kv.size(); ++j) kv[j] += S[i * kv.size() + j] * k1[i];
+      for (size_t j = 0; j < kv.size(); ++j) d[j] = beta0 * (v1[j] - kv[j]);
+      for (size_t i = 0; i < k1.size(); ++i)
+        for (size_t j = 0; j < kv.size(); ++j) {
+          S[i * kv.size() + j] += k1[i] * d[j];
+          o[j] += S[i * kv.size() + j] * q1[i];
+        }
+      std::vector<float> S1, o1;
+      run(DeltaRuleRef, 1, S1, o1);
+      for (size_t j = 0; j < o.size(); ++j) EXPECT_NEAR(static_cast<double>(o1[j]), o[j], 1e-5) << "o " << j;
+      for (size_t i = 0; i < S.size(); ++i) EXPECT_NEAR(static_cast<double>(S1[i]), S[i], 1e-5) << "S " << i;
+    }
+    for (IsaLevel isa : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+      if (!CpuSupports(isa)) continue;
+      SCOPED_TRACE(IsaName(isa));
+      ASSERT_NE(DeltaRuleFor(isa), &DeltaRuleRef);
+      std::vector<float> S_got, o_got;
+      run(DeltaRuleFor(isa), n, S_got, o_got);
+      for (size_t i = 0; i < S_ref.size(); ++i) ASSERT_NEAR(S_got[i], S_ref[i], 2e-5f * (1.0f + std::fabs(S_ref[i]))) << "S " << i;
+      for (size_t i = 0; i < o_ref.size(); ++i) ASSERT_NEAR(o_got[i], o_ref[i], 2e-5f * (1.0f + std::fabs(o_ref[i]))) << "o " << i;
+      EXPECT_EQ(o_got.back(), 7.0f);  // nothing written past the last row
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// AVX2 + FMA attention inner loops (attention.h). Compiled with the AVX2
-// flags; called only through AttnKernelsFor(kAvx2 or above). Its SIMD helpers
+// AVX2 + FMA attention inner loops (attention.h), and the float kernels that
+// share their traits and exp: SwiGLU's gate and SiLU (swiglu.h), the delta
+// rule (delta_rule.h). Compiled with the AVX2 flags; called only through
+// AttnKernelsFor / SwiGluFor / SiluFor / DeltaRuleFor(kAvx2 or above). Its SIMD helpers
 // come from x86_simd.h, which puts them in this file's own ISA namespace, so
 // no AVX2 copy can reach a baseline caller through the linker.
 
@@ -95,6 +97,7 @@ void AttnMixAvx2(const float* p, const float* V, int64_t stride, int64_t n, int6
 
 // --- the blocked kernel (attention_block.h) ----------------------------------
 #include "runtime/kernels/attention_block.h"
+#include "runtime/kernels/delta_rule_simd.h"
 
 namespace strata::kernels {
 namespace {
@@ -113,6 +116,9 @@ struct Avx2Traits {
   static T Add(T a, T b) { return _mm256_add_ps(a, b); }
   static T Sub(T a, T b) { return _mm256_sub_ps(a, b); }
   static T Mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T Div(T a, T b) { return _mm256_div_ps(a, b); }
+  // x < lim ? a : b, lane by lane (false for NaN).
+  static T SelectLess(T x, T lim, T a, T b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, lim, _CMP_LT_OQ)); }
   static T Fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T Min(T a, T b) { return _mm256_min_ps(a, b); }
   static T Max(T a, T b) { return _mm256_max_ps(a, b); }
@@ -139,5 +145,21 @@ struct Avx2Traits {
 // 2 rows x 4 keys of scores per tile, 2 rows x 32 dimensions of output (8
 // accumulators each, of 16 registers).
 void AttnBlockAvx2(const AttnBlockArgs& a) { AttnBlockForType<Avx2Traits, 2, 4, 4>(a); }
+
+// SwiGLU's gate and SiLU (swiglu.h), with this file's exp.
+void SwiGluAvx2(float* g, const float* u, int64_t n);
+void SiluAvx2(float* x, int64_t n);
+void SwiGluAvx2(float* g, const float* u, int64_t n) { SiluRowV<Avx2Traits, true>(g, u, n); }
+void SiluAvx2(float* x, int64_t n) { SiluRowV<Avx2Traits, false>(x, nullptr, n); }
+
+// The delta rule (delta_rule.h) with this file's traits.
+void DeltaRuleAvx2(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                   const float* const* v, const float* decay, const float* beta, float* S, float* const* o,
+                   float* scratch);
+void DeltaRuleAvx2(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                   const float* const* v, const float* decay, const float* beta, float* S, float* const* o,
+                   float* /*scratch*/) {
+  DeltaRuleV<Avx2Traits>(n, dk, dv, q, k, v, decay, beta, S, o);
+}
 
 }  // namespace strata::kernels

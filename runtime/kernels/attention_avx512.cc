@@ -1,5 +1,7 @@
-// AVX-512 attention inner loops (attention.h). Compiled with the AVX-512
-// flags; called only through AttnKernelsFor(kAvx512). It needs nothing but
+// AVX-512 attention inner loops (attention.h), and the float kernels that
+// share their traits and exp: SwiGLU's gate and SiLU (swiglu.h), the delta
+// rule (delta_rule.h). Compiled with the AVX-512 flags; called only through
+// AttnKernelsFor / SwiGluFor / SiluFor / DeltaRuleFor(kAvx512). It needs nothing but
 // intrinsics (no shared inline helpers that could be linked into baseline
 // code). Tails use masked loads, so every d runs in vector registers.
 
@@ -95,6 +97,7 @@ void AttnMixAvx512(const float* p, const float* V, int64_t stride, int64_t n, in
 
 // --- the blocked kernel (attention_block.h) ----------------------------------
 #include "runtime/kernels/attention_block.h"
+#include "runtime/kernels/delta_rule_simd.h"
 
 // GCC 12 reports the _mm256_undefined_pd() inside _mm512_extractf64x4_pd as
 // uninitialized once HorizontalSum4 is inlined into the template: a false
@@ -120,6 +123,9 @@ struct Avx512Traits {
   static T Add(T a, T b) { return _mm512_add_ps(a, b); }
   static T Sub(T a, T b) { return _mm512_sub_ps(a, b); }
   static T Mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T Div(T a, T b) { return _mm512_div_ps(a, b); }
+  // x < lim ? a : b, lane by lane (false for NaN).
+  static T SelectLess(T x, T lim, T a, T b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ), b, a); }
   static T Fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T Min(T a, T b) { return _mm512_min_ps(a, b); }
   static T Max(T a, T b) { return _mm512_max_ps(a, b); }
@@ -138,5 +144,21 @@ struct Avx512Traits {
 
 // 4 rows x 4 keys of scores (16 accumulators), 4 rows x 64 dimensions of output.
 void AttnBlockAvx512(const AttnBlockArgs& a) { AttnBlockForType<Avx512Traits, 4, 4, 4>(a); }
+
+// SwiGLU's gate and SiLU (swiglu.h), with this file's exp.
+void SwiGluAvx512(float* g, const float* u, int64_t n);
+void SiluAvx512(float* x, int64_t n);
+void SwiGluAvx512(float* g, const float* u, int64_t n) { SiluRowV<Avx512Traits, true>(g, u, n); }
+void SiluAvx512(float* x, int64_t n) { SiluRowV<Avx512Traits, false>(x, nullptr, n); }
+
+// The delta rule (delta_rule.h) with this file's traits.
+void DeltaRuleAvx512(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                     const float* const* v, const float* decay, const float* beta, float* S, float* const* o,
+                     float* scratch);
+void DeltaRuleAvx512(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
+                     const float* const* v, const float* decay, const float* beta, float* S, float* const* o,
+                     float* /*scratch*/) {
+  DeltaRuleV<Avx512Traits>(n, dk, dv, q, k, v, decay, beta, S, o);
+}
 
 }  // namespace strata::kernels

@@ -60,6 +60,37 @@ inline typename V::T ExpV(typename V::T x) {
   return V::Mul(y, V::Pow2(fx));
 }
 
+// SwiGLU's gate and SiLU (swiglu.h): g[i] = silu(g[i]) (* u[i] with kGate)
+// with ExpV, in the reference's order of operations (x / (1 + e), then times
+// u). The last n % kLanes values go through a padded vector: the same
+// operations, so a value's bits do not depend on where it falls.
+template <class V, bool kGate>
+void SiluRowV(float* g, const float* u, int64_t n) {
+  using T = typename V::T;
+  constexpr int L = V::kLanes;
+  const T one = V::Set1(1.0f), lim = V::Set1(-88.3762626647949f), neg_zero = V::Set1(-0.0f);
+  // Below ExpV's clamp, exp(-x) overflows in the reference: x / inf = -0.
+  auto silu = [=](T x) {
+    const T s = V::Div(x, V::Add(one, ExpV<V>(V::Sub(V::Zero(), x))));
+    return V::SelectLess(x, lim, neg_zero, s);
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    if constexpr (kGate) V::Store(g + i, V::Mul(silu(V::Load(g + i)), V::Load(u + i)));
+    else V::Store(g + i, silu(V::Load(g + i)));
+  }
+  if (i < n) {
+    float xg[L], xu[L];
+    for (int j = 0; j < L; ++j) {
+      xg[j] = i + j < n ? g[i + j] : 0.0f;
+      if constexpr (kGate) xu[j] = i + j < n ? u[i + j] : 0.0f;
+    }
+    if constexpr (kGate) V::Store(xg, V::Mul(silu(V::Load(xg)), V::Load(xu)));
+    else V::Store(xg, silu(V::Load(xg)));
+    for (int64_t j = 0; i + j < n; ++j) g[i + j] = xg[j];
+  }
+}
+
 // Values d .. d + kLanes of a K or V row stored as E, as floats. A Q8_0
 // vector never straddles a block (kLanes divides 32, and Q8_0 rows have no
 // dimension tail): d * q with the block's F16 scale, as KvValueRef.

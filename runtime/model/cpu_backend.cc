@@ -335,7 +335,11 @@ Status CpuBackend::RmsNorm(Act src, const TensorView* weight, Act dst) {
   const float* w = Model::F32(W(weight));
   const float* x = ActPtr(src);
   float* h = ActPtr(dst);
-  for (int64_t t = 0; t < p.n; ++t) ops::RmsNormTo(&x[t * E], w, E, p.hp->rms_eps, &h[t * E]);
+  const float eps = p.hp->rms_eps;
+  auto rows = [x, w, h, E, eps](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) ops::RmsNormTo(&x[t * E], w, E, eps, &h[t * E]);
+  };
+  ParallelFor(p.n, [&rows](int64_t b, int64_t e) { rows(b, e); });  // one reference: no allocation
   return Status::Ok();
 }
 
@@ -377,7 +381,7 @@ uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
   const uint64_t q_width = (mixer == Mixer::kGatedAttention ? 2 : 1) * H * hp.head_dim_k;
   return TakeBytes<float>(n * q_width) + TakeBytes<float>(n * Hkv * hp.head_dim_k) +
          TakeBytes<float>(n * Hkv * hp.head_dim_v) + TakeBytes<float>(n * H * hp.head_dim_v) +
-         TakeBytes<int64_t>(n + 1) +
+         TakeBytes<float>(n * hp.n_rot) + TakeBytes<int64_t>(n + 1) +
          TakeBytes<float>(static_cast<uint64_t>(ScratchTasks(s.tokens * H, s.threads)) *
                           static_cast<uint64_t>(AttnTaskFloats(hp, s.max_keys)));
 }
@@ -414,6 +418,9 @@ void StoreKvRow(KvType t, const float* src, int64_t n, uint8_t* dst) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
+// SwiGLU's gate runs on the pool from this many values.
+constexpr int64_t kParallelGateFloats = 64 * 1024;
+
 // SwiGLU: down(silu(gate x) * up x) for the rows of x. `scratch`: 2 * rows *
 // gate.rows floats, or null to take them from the workspace.
 Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const WeightMatrix& up,
@@ -424,7 +431,14 @@ Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const Wei
   if (!u) return ws.Exhausted("SwiGLU");
   be.MatMul(gate, x, rows, g);
   be.MatMul(up, x, rows, u);
-  for (int64_t i = 0; i < rows * gate.rows; ++i) g[i] = ops::SiluF(g[i]) * u[i];
+  const kernels::SwiGluFn swiglu = be.swiglu();
+  const int64_t nf = rows * gate.rows;
+  auto gate_rows = [swiglu, g, u](int64_t b, int64_t e) { swiglu(g + b, u + b, e - b); };
+  if (nf >= kParallelGateFloats) {
+    be.ParallelFor(nf, [&gate_rows](int64_t b, int64_t e) { gate_rows(b, e); });  // one reference: no allocation
+  } else {
+    gate_rows(0, nf);
+  }
   be.MatMul(down, g, rows, out);
   return Status::Ok();
 }
@@ -447,6 +461,7 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   float* k = ws.Take<float>(n * Hkv * Dk);
   float* v = ws.Take<float>(n * Hkv * Dv);
   float* attn = ws.Take<float>(n * H * Dv);
+  float* angles = ws.Take<float>(n * hp.n_rot);  // each token's RoPE angles (ops::RopeAngles)
   const int64_t jobs = n * H, tasks = ScratchTasks(jobs, threads());
   const int64_t task_floats = AttnTaskFloats(hp, p.max_keys);
   int64_t* block_start = ws.Take<int64_t>(n + 1);
@@ -458,31 +473,36 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
 
   const float* q_norm = Model::F32(W(m, il, R::kAttnQNorm));
   const float* k_norm = Model::F32(W(m, il, R::kAttnKNorm));
-  auto rope = [&](float* x, int64_t pos) {
-    if (hp.rope_type == RopeType::kNorm) ops::RopeNorm(x, hp.n_rot, pos, hp.rope_freq_base, hp.rope_freq_scale);
-    else ops::RopeNeox(x, hp.n_rot, pos, hp.rope_freq_base, hp.rope_freq_scale);  // NEOX and text-only IMRoPE
+  auto rope = [&](float* x, const float* cs) {
+    if (hp.rope_type == RopeType::kNorm) ops::RopeNorm(x, hp.n_rot, cs);
+    else ops::RopeNeox(x, hp.n_rot, cs);  // NEOX and text-only IMRoPE
   };
   // q[t][h] and gate[t][h] views into qfull.
   auto q_at = [&](int64_t t, int64_t hh) { return qfull + t * q_width + hh * (gated ? 2 * Dk : Dk); };
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t hh = 0; hh < H; ++hh) {
-      float* q = q_at(t, hh);
-      if (q_norm) ops::RmsNorm(q, q_norm, Dk, hp.rms_eps);
-      rope(q, p.pos[t]);
+  // Per token: QK norms, RoPE (the angles once for all its heads), and the
+  // append to its sequence's cache, stored as its KV type. Tokens write
+  // disjoint rows, so they run on the pool.
+  auto prepare = [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float* cs = angles + t * hp.n_rot;
+      ops::RopeAngles(hp.n_rot, p.pos[t], hp.rope_freq_base, hp.rope_freq_scale, cs);
+      for (int64_t hh = 0; hh < H; ++hh) {
+        float* q = q_at(t, hh);
+        if (q_norm) ops::RmsNorm(q, q_norm, Dk, hp.rms_eps);
+        rope(q, cs);
+      }
+      for (int64_t hh = 0; hh < Hkv; ++hh) {
+        float* kk = k + (t * Hkv + hh) * Dk;
+        if (k_norm) ops::RmsNorm(kk, k_norm, Dk, hp.rms_eps);
+        rope(kk, cs);
+      }
+      SequenceState& st = p.St(t);
+      const int64_t k_row = Hkv * KvHeadBytes(st.kv_type, Dk), v_row = Hkv * KvHeadBytes(st.kv_type, Dv);
+      StoreKvRow(st.kv_type, &k[t * Hkv * Dk], Hkv * Dk, StateK(st, il) + p.pos[t] * k_row);
+      StoreKvRow(st.kv_type, &v[t * Hkv * Dv], Hkv * Dv, StateV(st, il) + p.pos[t] * v_row);
     }
-    for (int64_t hh = 0; hh < Hkv; ++hh) {
-      float* kk = k + (t * Hkv + hh) * Dk;
-      if (k_norm) ops::RmsNorm(kk, k_norm, Dk, hp.rms_eps);
-      rope(kk, p.pos[t]);
-    }
-  }
-  // Append to each sequence's cache, stored as its KV type.
-  for (int64_t t = 0; t < n; ++t) {
-    SequenceState& st = p.St(t);
-    const int64_t k_row = Hkv * KvHeadBytes(st.kv_type, Dk), v_row = Hkv * KvHeadBytes(st.kv_type, Dv);
-    StoreKvRow(st.kv_type, &k[t * Hkv * Dk], Hkv * Dk, StateK(st, il) + p.pos[t] * k_row);
-    StoreKvRow(st.kv_type, &v[t * Hkv * Dv], Hkv * Dv, StateV(st, il) + p.pos[t] * v_row);
-  }
+  };
+  ParallelFor(n, [&prepare](int64_t b, int64_t e) { prepare(b, e); });  // one reference: no allocation
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
   const kernels::AttnKernels& ak = attention();
@@ -621,22 +641,31 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   float* results = ws.Take<float>(n * K * E);  // by place in list
   if (!results) return ws.Exhausted("MoE routing");
   MatMul(Matrix(*W(*p.m, il, R::kFfnGateInp)), h, n, probs);
-  for (int64_t t = 0; t < n; ++t) {
-    float* pr = probs + t * NE;
-    ops::Softmax(pr, NE);
-    int32_t* s = sel + t * K;
-    ops::TopK(pr, NE, K, s);
-    float* w = wts + t * K;
-    float sum = 0.0f;
-    for (int64_t k = 0; k < K; ++k) sum += (w[k] = pr[s[k]]);
-    if (hp.expert_weights_norm) {
-      const float denom = std::max(sum, 6.103515625e-5f);
-      for (int64_t k = 0; k < K; ++k) w[k] /= denom;
+  // Each token's routing on the pool (tokens are independent), then the
+  // observer, in token order.
+  auto route = [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float* pr = probs + t * NE;
+      ops::Softmax(pr, NE);
+      int32_t* s = sel + t * K;
+      ops::TopK(pr, NE, K, s);
+      float* w = wts + t * K;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < K; ++k) sum += (w[k] = pr[s[k]]);
+      if (hp.expert_weights_norm) {
+        const float denom = std::max(sum, 6.103515625e-5f);
+        for (int64_t k = 0; k < K; ++k) w[k] /= denom;
+      }
+      if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+        for (int64_t k = 0; k < K; ++k) w[k] *= hp.expert_weights_scale;
     }
-    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
-      for (int64_t k = 0; k < K; ++k) w[k] *= hp.expert_weights_scale;
-    if (p.opt->observer) {
+  };
+  ParallelFor(n, [&route](int64_t b, int64_t e) { route(b, e); });  // one reference: no allocation
+  if (p.opt->observer) {
+    for (int64_t t = 0; t < n; ++t) {
       // The routing crosses the seam to the host observer.
+      const float* pr = probs + t * NE;
+      const int32_t* s = sel + t * K;
       for (int64_t k = 0; k < K; ++k) chosen[k] = pr[s[k]];
       transfers_.down_bytes += static_cast<uint64_t>(K) * (sizeof(int32_t) + sizeof(float));
       ++transfers_.down_calls;
@@ -686,13 +715,12 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
     }
     MatMulBatch({jobs, static_cast<size_t>(count)});
     const int64_t nf = n * K * F;
-    auto swiglu = [g, u](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) g[i] = ops::SiluF(g[i]) * u[i];
-    };
-    if (nf >= 64 * 1024) {
-      ParallelFor(nf, swiglu);
+    const kernels::SwiGluFn gate_fn = swiglu();
+    auto gate_rows = [gate_fn, g, u](int64_t b, int64_t e) { gate_fn(g + b, u + b, e - b); };
+    if (nf >= kParallelGateFloats) {
+      ParallelFor(nf, [&gate_rows](int64_t b, int64_t e) { gate_rows(b, e); });  // one reference: no allocation
     } else {
-      swiglu(0, nf);
+      gate_rows(0, nf);
     }
     count = 0;
     for (int64_t e = 0; e < NE; ++e) {
@@ -703,15 +731,18 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
     }
     MatMulBatch({jobs, static_cast<size_t>(count)});
   }
-  for (int64_t t = 0; t < n; ++t) {
-    float* o = out + t * E;
-    for (int64_t k = 0; k < K; ++k) {
-      const float w = wts[t * K + k];
-      const float* r = &results[where[t * K + k] * E];
-      if (k == 0) for (int64_t d = 0; d < E; ++d) o[d] = r[d] * w;
-      else for (int64_t d = 0; d < E; ++d) o[d] += r[d] * w;
+  auto combine = [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float* o = out + t * E;
+      for (int64_t k = 0; k < K; ++k) {
+        const float w = wts[t * K + k];
+        const float* r = &results[where[t * K + k] * E];
+        if (k == 0) for (int64_t d = 0; d < E; ++d) o[d] = r[d] * w;
+        else for (int64_t d = 0; d < E; ++d) o[d] += r[d] * w;
+      }
     }
-  }
+  };
+  ParallelFor(n, [&combine](int64_t b, int64_t e) { combine(b, e); });  // one reference: no allocation
   return Status::Ok();
 }
 
@@ -786,7 +817,7 @@ Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatr
   float* u = scratch + m * gate.rows;
   backend.MatMul(gate, x, m, g);
   backend.MatMul(up, x, m, u);
-  for (int64_t i = 0; i < m * gate.rows; ++i) g[i] = ops::SiluF(g[i]) * u[i];
+  backend.swiglu()(g, u, m * gate.rows);
   backend.MatMul(down, g, m, y);
   return Status::Ok();
 }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/delta_rule.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
@@ -41,39 +42,14 @@ namespace {
 
 constexpr int64_t kChunk = 64;
 // Scratch floats one head's recurrence uses (the chunked form's is the larger).
-int64_t HeadScratchFloats(int64_t dv) { return std::max(2 * dv, kChunk * (1 + dv + 2 * kChunk)); }
-
-// Sequential delta rule for one head over tokens [0, n) of a run.
-// q, k: n x dk (k-head rows, already normalized; q already scaled); v: n x dv;
-// g, beta: n; S: dk x dv; o: n x dv (row stride o_stride); scratch: HeadScratchFloats(dv).
-void SequentialHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
-                    const float* const* v, const float* g, const float* beta, float* S, float* const* o,
-                    float* scratch) {
-  float* kv = scratch;
-  float* d = scratch + dv;
-  for (int64_t t = 0; t < n; ++t) {
-    const float decay = ExpF(g[t]);
-    for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
-    std::fill(kv, kv + dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      const float ki = k[t][i];
-      for (int64_t j = 0; j < dv; ++j) kv[j] += S[i * dv + j] * ki;
-    }
-    for (int64_t j = 0; j < dv; ++j) d[j] = beta[t] * (v[t][j] - kv[j]);
-    for (int64_t i = 0; i < dk; ++i) {
-      const float ki = k[t][i];
-      for (int64_t j = 0; j < dv; ++j) S[i * dv + j] += ki * d[j];
-    }
-    float* ot = o[t];
-    std::fill(ot, ot + dv, 0.0f);
-    for (int64_t i = 0; i < dk; ++i) {
-      const float qi = q[t][i];
-      for (int64_t j = 0; j < dv; ++j) ot[j] += S[i * dv + j] * qi;
-    }
-  }
+int64_t HeadScratchFloats(int64_t dv) {
+  return std::max(kernels::DeltaRuleScratchFloats(dv), kChunk * (1 + dv + 2 * kChunk));
 }
 
-// Chunked delta rule for one head, same contract as SequentialHead.
+// Chunked delta rule for one head over tokens [0, n) of a run.
+// q, k: n x dk (k-head rows, already normalized; q already scaled); v: n x dv;
+// g (log-decays), beta: n; S: dk x dv; o: n x dv; scratch: HeadScratchFloats(dv).
+// The sequential form is kernels::DeltaRuleFn (kernels/delta_rule.h).
 void ChunkedHead(int64_t n, int64_t dk, int64_t dv, const float* const* q, const float* const* k,
                  const float* const* v, const float* g, const float* beta, float* S, float* const* o,
                  float* scratch) {
@@ -200,36 +176,55 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
   const float* norm_w = Model::F32(backend.W(model, il, R::kSsmNorm));
 
   // 1. Per token: causal convolution, SiLU, L2-normalized q and k, the gates.
+  //    Per sequence run (a sequence's tokens are contiguous), the tokens run
+  //    on the pool: tap kk of the run's i-th token reads window row j = kk + i,
+  //    the carried state's row j while j < d_conv - 1, else the input of the
+  //    run's token j - (d_conv - 1); the state then slides by the run.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  for (int64_t t = 0; t < n; ++t) {
-    float* conv_state = backend.StateConv(*states[t], il);  // [d_conv-1][conv_dim], oldest first
-    const float* in = &qkv[t * conv_dim];
-    float* xt = &x[t * conv_dim];
-    for (int64_t c = 0; c < conv_dim; ++c) {
-      const float* w = conv_w + c * d_conv;
-      float s = 0.0f;
-      for (int64_t kk = 0; kk < d_conv - 1; ++kk) s += conv_state[kk * conv_dim + c] * w[kk];
-      s += in[c] * w[d_conv - 1];
-      xt[c] = ops::SiluF(s);
+  const kernels::SiluFn silu = backend.silu();
+  for (int64_t t0 = 0; t0 < n;) {
+    int64_t t1 = t0 + 1;
+    while (t1 < n && states[t1] == states[t0]) ++t1;
+    float* conv_state = backend.StateConv(*states[t0], il);  // [d_conv-1][conv_dim], oldest first
+    auto window = [&](int64_t j) {
+      return j < d_conv - 1 ? conv_state + j * conv_dim : &qkv[(t0 + j - (d_conv - 1)) * conv_dim];
+    };
+    auto prepare = [&](int64_t i_begin, int64_t i_end) {
+      for (int64_t i = i_begin; i < i_end; ++i) {
+        const int64_t t = t0 + i;
+        const float* in = &qkv[t * conv_dim];
+        float* xt = &x[t * conv_dim];
+        for (int64_t c = 0; c < conv_dim; ++c) xt[c] = 0.0f;
+        for (int64_t kk = 0; kk < d_conv - 1; ++kk) {
+          const float* row = window(kk + i);
+          for (int64_t c = 0; c < conv_dim; ++c) xt[c] += row[c] * conv_w[c * d_conv + kk];
+        }
+        for (int64_t c = 0; c < conv_dim; ++c) xt[c] += in[c] * conv_w[c * d_conv + d_conv - 1];
+        silu(xt, conv_dim);
+        for (int64_t hh = 0; hh < n_k; ++hh) {
+          ops::L2Norm(xt + hh * dk, dk, hp.rms_eps);
+          ops::L2Norm(xt + key_dim + hh * dk, dk, hp.rms_eps);
+          for (int64_t j = 0; j < dk; ++j) xt[hh * dk + j] *= q_scale;
+        }
+        for (int64_t hv = 0; hv < n_v; ++hv) {
+          beta[t * n_v + hv] = ops::Sigmoid(beta[t * n_v + hv]);
+          alpha[t * n_v + hv] = ops::Softplus(alpha[t * n_v + hv] + dt_bias[hv]) * a[hv];  // g
+        }
+      }
+    };
+    backend.ParallelFor(t1 - t0, [&prepare](int64_t ib, int64_t ie) { prepare(ib, ie); });  // one reference: no allocation
+    // Slide the window by the run: row r becomes window row r + m (rows
+    // written in increasing order read only rows not yet written).
+    for (int64_t r = 0; r < d_conv - 1; ++r) {
+      std::memcpy(conv_state + r * conv_dim, window(r + (t1 - t0)), static_cast<size_t>(conv_dim) * sizeof(float));
     }
-    if (d_conv > 1) {  // slide the window
-      std::memmove(conv_state, conv_state + conv_dim, static_cast<size_t>((d_conv - 2) * conv_dim) * sizeof(float));
-      std::memcpy(conv_state + (d_conv - 2) * conv_dim, in, static_cast<size_t>(conv_dim) * sizeof(float));
-    }
-    for (int64_t hh = 0; hh < n_k; ++hh) {
-      ops::L2Norm(xt + hh * dk, dk, hp.rms_eps);
-      ops::L2Norm(xt + key_dim + hh * dk, dk, hp.rms_eps);
-      for (int64_t i = 0; i < dk; ++i) xt[hh * dk + i] *= q_scale;
-    }
-    for (int64_t hv = 0; hv < n_v; ++hv) {
-      beta[t * n_v + hv] = ops::Sigmoid(beta[t * n_v + hv]);
-      alpha[t * n_v + hv] = ops::Softplus(alpha[t * n_v + hv] + dt_bias[hv]) * a[hv];  // g
-    }
+    t0 = t1;
   }
 
   // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
   //    and per value head.
   const bool chunked = mode == DeltaNetMode::kChunked;
+  const kernels::DeltaRuleFn rule = kernels::DeltaRuleFor(backend.attention().isa);
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
@@ -251,12 +246,12 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
             kp[i] = xt + key_dim + (hv % n_k) * dk;
             vp[i] = xt + 2 * key_dim + hv * dv;
             op[i] = &y[(t0 + i) * value_dim + hv * dv];
-            g[i] = alpha[(t0 + i) * n_v + hv];
+            g[i] = chunked ? alpha[(t0 + i) * n_v + hv] : ExpF(alpha[(t0 + i) * n_v + hv]);  // the sequential form takes exp(g)
             b[i] = beta[(t0 + i) * n_v + hv];
           }
           float* S = S_all + hv * dk * dv;
           if (chunked) ChunkedHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
-          else SequentialHead(m, dk, dv, qp, kp, vp, g, b, S, op, head);
+          else rule(m, dk, dv, qp, kp, vp, g, b, S, op, head);
         }
       }
     };
@@ -265,15 +260,19 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
     t0 = t1;
   }
 
-  // 3. Gated RMSNorm per head: rms_norm(o) * ssm_norm * silu(z), then the output projection.
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t hv = 0; hv < n_v; ++hv) {
-      float* o = &y[t * value_dim + hv * dv];
-      ops::RmsNorm(o, norm_w, dv, hp.rms_eps);
-      const float* zh = &z[t * value_dim + hv * dv];
-      for (int64_t j = 0; j < dv; ++j) o[j] *= ops::SiluF(zh[j]);
-    }
-  backend.MatMul(Matrix(*backend.W(model, il, R::kSsmOut)), y, n, out);
+  // 3. Gated RMSNorm per head: rms_norm(o) * ssm_norm * silu(z), written
+  //    over z (silu(z) * o: the same product), then the output projection.
+  const kernels::SwiGluFn gate = backend.swiglu();
+  auto gate_rows = [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t)
+      for (int64_t hv = 0; hv < n_v; ++hv) {
+        float* o = &y[t * value_dim + hv * dv];
+        ops::RmsNorm(o, norm_w, dv, hp.rms_eps);
+        gate(&z[t * value_dim + hv * dv], o, dv);
+      }
+  };
+  backend.ParallelFor(n, [&gate_rows](int64_t tb, int64_t te) { gate_rows(tb, te); });  // one reference: no allocation
+  backend.MatMul(Matrix(*backend.W(model, il, R::kSsmOut)), z, n, out);
   return Status::Ok();
 }
 

@@ -29,36 +29,38 @@ void L2Norm(float* x, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
-namespace {
 // ggml_rope_cache_init: theta_i = pos * theta_scale^i, built by repeated float
 // multiplication, theta_scale = freq_base^(-2/n_rot).
-template <typename Rotate>
-void Rope(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, Rotate rotate) {
+void RopeAngles(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, float* cs) {
+  const int64_t half = n_rot / 2;
   const float theta_scale = PowF(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
-  for (int64_t i = 0; i < n_rot / 2; ++i) {
+  for (int64_t i = 0; i < half; ++i) {
     const float t = freq_scale * theta;
-    rotate(i, CosF(t), SinF(t));
+    cs[i] = CosF(t);
+    cs[half + i] = SinF(t);
     theta *= theta_scale;
   }
 }
-}  // namespace
 
-void RopeNeox(float* x, int64_t n_rot, int64_t pos, float freq_base, float freq_scale) {
+void RopeNeox(float* x, int64_t n_rot, const float* cs) {
   const int64_t half = n_rot / 2;
-  Rope(n_rot, pos, freq_base, freq_scale, [&](int64_t i, float c, float s) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cs[i], s = cs[half + i];
     const float x0 = x[i], x1 = x[i + half];
     x[i] = x0 * c - x1 * s;
     x[i + half] = x0 * s + x1 * c;
-  });
+  }
 }
 
-void RopeNorm(float* x, int64_t n_rot, int64_t pos, float freq_base, float freq_scale) {
-  Rope(n_rot, pos, freq_base, freq_scale, [&](int64_t i, float c, float s) {
+void RopeNorm(float* x, int64_t n_rot, const float* cs) {
+  const int64_t half = n_rot / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cs[i], s = cs[half + i];
     const float x0 = x[2 * i], x1 = x[2 * i + 1];
     x[2 * i] = x0 * c - x1 * s;
     x[2 * i + 1] = x0 * s + x1 * c;
-  });
+  }
 }
 
 void Softmax(float* x, int64_t n) {

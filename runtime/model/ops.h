@@ -18,10 +18,16 @@ void RmsNormTo(const float* x, const float* w, int64_t n, float eps, float* out)
 // x / max(||x||_2, eps)
 void L2Norm(float* x, int64_t n, float eps);
 
-// Rotary embedding of one head vector at position `pos`, on the first n_rot
-// dims. NEOX pairs (i, i + n_rot/2); NORM pairs (2i, 2i+1).
-void RopeNeox(float* x, int64_t n_rot, int64_t pos, float freq_base, float freq_scale = 1.0f);
-void RopeNorm(float* x, int64_t n_rot, int64_t pos, float freq_base, float freq_scale = 1.0f);
+// Rotary embedding. RopeAngles computes the n_rot / 2 angles of position
+// `pos` once for every head of a token: cs[i] = cos(theta_i) and
+// cs[n_rot / 2 + i] = sin(theta_i), theta_i = freq_scale * pos *
+// freq_base^(-2i / n_rot) built by repeated float multiplication as ggml's
+// rope cache builds it (n_rot floats at cs). RopeNeox and RopeNorm rotate one
+// head vector's first n_rot dims by them: NEOX pairs (i, i + n_rot/2), NORM
+// pairs (2i, 2i+1).
+void RopeAngles(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, float* cs);
+void RopeNeox(float* x, int64_t n_rot, const float* cs);
+void RopeNorm(float* x, int64_t n_rot, const float* cs);
 
 // In place softmax over n values.
 void Softmax(float* x, int64_t n);
