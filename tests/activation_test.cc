@@ -93,13 +93,14 @@ TEST(SwiGlu, SimdWithinUlpsOfTheReference) {
     u0.push_back(1.5f);
   }
   // Within 1e-6 relative (8 ulp) or 1e-30 absolute; an infinity exactly.
-  auto close = [](double got, double want) {
+  auto close = [](auto got_value, auto want_value) {
+    const double got = static_cast<double>(got_value), want = static_cast<double>(want_value);
     return std::isinf(want) ? got == want : std::fabs(got - want) <= 1e-6 * std::fabs(want) + 1e-30;
   };
   std::vector<float> want = g0;
   kernels::SwiGluRef(want.data(), u0.data(), static_cast<int64_t>(want.size()));
   for (size_t i = 0; i < want.size(); ++i) {  // the reference is its definition
-    const double x = g0[i];
+    const double x = static_cast<double>(g0[i]);
     double s = x / (1.0 + std::exp(-x)) * static_cast<double>(u0[i]);
     if (std::fabs(s) > 3.4028234663852886e38) s = s > 0 ? HUGE_VAL : -HUGE_VAL;  // past the float range
     EXPECT_TRUE(close(want[i], s)) << "reference " << want[i] << " at " << g0[i] << ", want " << s;

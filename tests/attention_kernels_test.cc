@@ -495,7 +495,7 @@ TEST(DeltaRule, SimdEqualsTheReferenceWithinRounding) {
     {
       const std::vector<double> q1(qs.begin(), qs.begin() + dk), k1(ks.begin(), ks.begin() + dk),
           v1(vs.begin(), vs.begin() + dv);
-      const double dec0 = decay[0], beta0 = beta[0];
+      const double dec0 = static_cast<double>(decay[0]), beta0 = static_cast<double>(beta[0]);
       std::vector<double> S(S0.begin(), S0.end()), kv(static_cast<size_t>(dv), 0.0), d(kv.size()), o(kv.size(), 0.0);
       for (double& x : S) x *= dec0;
       for (size_t i = 0; i < k1.size(); ++i)
