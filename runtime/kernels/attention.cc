@@ -93,12 +93,7 @@ const AttnKernels& AttnKernelsFor(IsaLevel level) {
   static const AttnKernels kRef{AttnScoresRef, AttnMixRef, IsaLevel::kScalar, AttnBlockRef};
   static const AttnKernels kAvx2{AttnScoresAvx2, AttnMixAvx2, IsaLevel::kAvx2, AttnBlockAvx2};
   static const AttnKernels kAvx512{AttnScoresAvx512, AttnMixAvx512, IsaLevel::kAvx512, AttnBlockAvx512};
-  switch (level) {
-    case IsaLevel::kAvx512: return kAvx512;
-    case IsaLevel::kAvx2: return kAvx2;
-    case IsaLevel::kScalar: break;
-  }
-  return kRef;
+  return *PickForIsa(level, &kRef, &kAvx2, &kAvx512);
 }
 
 }  // namespace strata::kernels

@@ -51,6 +51,17 @@ CpuFeatures DetectCpuFeatures();
 
 enum class IsaLevel : uint8_t { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 inline constexpr IsaLevel kAllIsaLevels[] = {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512};
+// The entry for `level` among a kernel's scalar reference and its AVX2 and
+// AVX-512 versions (what each kernel family's *For(level) returns).
+template <class T>
+constexpr T PickForIsa(IsaLevel level, T scalar, T avx2, T avx512) {
+  switch (level) {
+    case IsaLevel::kAvx512: return avx512;
+    case IsaLevel::kAvx2: return avx2;
+    case IsaLevel::kScalar: break;
+  }
+  return scalar;
+}
 
 // "scalar", "avx2", "avx512".
 std::string_view IsaName(IsaLevel level);

@@ -39,12 +39,7 @@ void DeltaRuleRef(int64_t n, int64_t dk, int64_t dv, const float* const* q, cons
 }
 
 DeltaRuleFn DeltaRuleFor(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::kAvx512: return DeltaRuleAvx512;
-    case IsaLevel::kAvx2: return DeltaRuleAvx2;
-    case IsaLevel::kScalar: break;
-  }
-  return DeltaRuleRef;
+  return PickForIsa<DeltaRuleFn>(level, DeltaRuleRef, DeltaRuleAvx2, DeltaRuleAvx512);
 }
 
 }  // namespace strata::kernels

@@ -17,22 +17,8 @@ void SiluRef(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + ExpF(-x[i]));
 }
 
-SiluFn SiluFor(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::kAvx512: return SiluAvx512;
-    case IsaLevel::kAvx2: return SiluAvx2;
-    case IsaLevel::kScalar: break;
-  }
-  return SiluRef;
-}
+SiluFn SiluFor(IsaLevel level) { return PickForIsa<SiluFn>(level, SiluRef, SiluAvx2, SiluAvx512); }
 
-SwiGluFn SwiGluFor(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::kAvx512: return SwiGluAvx512;
-    case IsaLevel::kAvx2: return SwiGluAvx2;
-    case IsaLevel::kScalar: break;
-  }
-  return SwiGluRef;
-}
+SwiGluFn SwiGluFor(IsaLevel level) { return PickForIsa<SwiGluFn>(level, SwiGluRef, SwiGluAvx2, SwiGluAvx512); }
 
 }  // namespace strata::kernels

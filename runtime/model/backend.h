@@ -37,7 +37,6 @@
 
 #include "runtime/arch/arch_spec.h"
 #include "runtime/kernels/attention.h"
-#include "runtime/kernels/swiglu.h"
 #include "runtime/model/backend_buffer.h"
 #include "runtime/model/kernel_coverage.h"
 #include "runtime/model/model.h"
@@ -183,10 +182,11 @@ class CpuBackend : public Backend {
   // The attention inner loops (kernels/attention.h): the scalar reference
   // here; FastBackend gives its ISA level's SIMD versions.
   virtual const kernels::AttnKernels& attention() const { return kernels::AttnKernelsFor(IsaLevel::kScalar); }
-  // SwiGLU's gate and SiLU (kernels/swiglu.h) at the attention kernels' level: the
-  // reference's scalar loop, or FastBackend's SIMD one.
-  kernels::SwiGluFn swiglu() const { return kernels::SwiGluFor(attention().isa); }
-  kernels::SiluFn silu() const { return kernels::SiluFor(attention().isa); }
+  // The level of the float kernels beside attention (SwiGLU's gate and SiLU,
+  // kernels/swiglu.h; the delta rule, kernels/delta_rule.h): the attention
+  // kernels' level, so the reference runs their scalar loops and FastBackend
+  // its own ISA's.
+  IsaLevel float_isa() const { return attention().isa; }
 
   // --- Backend --------------------------------------------------------------
   Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) override;

@@ -12,6 +12,7 @@
 #include "runtime/base/fault_injection.h"
 #include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
+#include "runtime/kernels/swiglu.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
@@ -418,8 +419,17 @@ void StoreKvRow(KvType t, const float* src, int64_t n, uint8_t* dst) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
-// SwiGLU's gate runs on the pool from this many values.
-constexpr int64_t kParallelGateFloats = 64 * 1024;
+// SwiGLU's gate over nf values, g = silu(g) * u, on the pool from 64 Ki
+// values (a value's bits do not depend on the split: kernels/swiglu.h).
+void SwiGluGate(CpuBackend& be, float* g, const float* u, int64_t nf) {
+  const kernels::SwiGluFn gate = kernels::SwiGluFor(be.float_isa());
+  auto rows = [gate, g, u](int64_t b, int64_t e) { gate(g + b, u + b, e - b); };
+  if (nf >= 64 * 1024) {
+    be.ParallelFor(nf, [&rows](int64_t b, int64_t e) { rows(b, e); });  // one reference: no allocation
+  } else {
+    rows(0, nf);
+  }
+}
 
 // SwiGLU: down(silu(gate x) * up x) for the rows of x. `scratch`: 2 * rows *
 // gate.rows floats, or null to take them from the workspace.
@@ -431,14 +441,7 @@ Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const Wei
   if (!u) return ws.Exhausted("SwiGLU");
   be.MatMul(gate, x, rows, g);
   be.MatMul(up, x, rows, u);
-  const kernels::SwiGluFn swiglu = be.swiglu();
-  const int64_t nf = rows * gate.rows;
-  auto gate_rows = [swiglu, g, u](int64_t b, int64_t e) { swiglu(g + b, u + b, e - b); };
-  if (nf >= kParallelGateFloats) {
-    be.ParallelFor(nf, [&gate_rows](int64_t b, int64_t e) { gate_rows(b, e); });  // one reference: no allocation
-  } else {
-    gate_rows(0, nf);
-  }
+  SwiGluGate(be, g, u, rows * gate.rows);
   be.MatMul(down, g, rows, out);
   return Status::Ok();
 }
@@ -714,14 +717,7 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
       new (&jobs[count++]) MatMulJob{ExpertMatrix(up, ue), h, token + first[e], m, u + first[e] * F};
     }
     MatMulBatch({jobs, static_cast<size_t>(count)});
-    const int64_t nf = n * K * F;
-    const kernels::SwiGluFn gate_fn = swiglu();
-    auto gate_rows = [gate_fn, g, u](int64_t b, int64_t e) { gate_fn(g + b, u + b, e - b); };
-    if (nf >= kParallelGateFloats) {
-      ParallelFor(nf, [&gate_rows](int64_t b, int64_t e) { gate_rows(b, e); });  // one reference: no allocation
-    } else {
-      gate_rows(0, nf);
-    }
+    SwiGluGate(*this, g, u, n * K * F);
     count = 0;
     for (int64_t e = 0; e < NE; ++e) {
       const int64_t m = first[e + 1] - first[e];
@@ -817,7 +813,7 @@ Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatr
   float* u = scratch + m * gate.rows;
   backend.MatMul(gate, x, m, g);
   backend.MatMul(up, x, m, u);
-  backend.swiglu()(g, u, m * gate.rows);
+  SwiGluGate(backend, g, u, m * gate.rows);
   backend.MatMul(down, g, m, y);
   return Status::Ok();
 }

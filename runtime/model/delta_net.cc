@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "runtime/kernels/delta_rule.h"
+#include "runtime/kernels/swiglu.h"
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
@@ -181,7 +182,7 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
   //    the carried state's row j while j < d_conv - 1, else the input of the
   //    run's token j - (d_conv - 1); the state then slides by the run.
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  const kernels::SiluFn silu = backend.silu();
+  const kernels::SiluFn silu = kernels::SiluFor(backend.float_isa());
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
@@ -224,7 +225,7 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
   // 2. The recurrence, per sequence run (a sequence's tokens are contiguous)
   //    and per value head.
   const bool chunked = mode == DeltaNetMode::kChunked;
-  const kernels::DeltaRuleFn rule = kernels::DeltaRuleFor(backend.attention().isa);
+  const kernels::DeltaRuleFn rule = kernels::DeltaRuleFor(backend.float_isa());
   for (int64_t t0 = 0; t0 < n;) {
     int64_t t1 = t0 + 1;
     while (t1 < n && states[t1] == states[t0]) ++t1;
@@ -262,7 +263,7 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
 
   // 3. Gated RMSNorm per head: rms_norm(o) * ssm_norm * silu(z), written
   //    over z (silu(z) * o: the same product), then the output projection.
-  const kernels::SwiGluFn gate = backend.swiglu();
+  const kernels::SwiGluFn gate = kernels::SwiGluFor(backend.float_isa());
   auto gate_rows = [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t)
       for (int64_t hv = 0; hv < n_v; ++hv) {
