@@ -114,6 +114,47 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
     for (int c = 0; c < C; ++c) g.y[(c0 + c) * g.ldy + r0 + r] = out[r][c];
 }
 
+// One activation column, K::kGroupRows rows whose accumulators share vectors
+// (decode). A kernel that provides it computes, lane by lane, the same float
+// operations in the same order as Block<kGroupRows, 1>, so a row's bits are
+// those of Tile<K, R, 1>; what it saves is the per-row work between blocks
+// (folds, conversions, scale products), done for all the rows at once.
+//   kGroupRows
+//   GroupZero()                                a zero accumulator
+//   GroupBlock(w, w_stride, a, acc)            block b of the rows times block b of the column
+//   GroupSums(acc, float (&sums)[kGroupRows])  each row's lanes summed as HorizontalSum would
+// The stream prefetch and the pieces are those of Tile<K, R, 1>.
+template <class K>
+inline void GroupTile(const GemmArgs& g, int64_t r0) {
+  constexpr int R = K::kGroupRows;
+  static_assert(!K::kHasTail, "a grouped kernel covers whole blocks");
+  auto acc = K::GroupZero();
+  const uint8_t* w = g.w + static_cast<uint64_t>(r0) * g.w_row_bytes;
+  const int64_t nb = g.k / K::kBlockElems;
+  float out[R], sums[R];
+  int64_t piece_end = nb;
+  bool first_piece = true;
+  if constexpr (requires { K::kPieceBlocks; }) piece_end = std::min<int64_t>(nb, K::kPieceBlocks);
+  auto add_piece = [&] {
+    K::GroupSums(acc, sums);
+    STRATA_UNROLL for (int r = 0; r < R; ++r) out[r] = first_piece ? sums[r] : out[r] + sums[r];
+    first_piece = false;
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pf = w + kMatVecPrefetchBytes + b * (R * K::kBlockBytes);  // as in Tile<K, R, 1>
+    STRATA_UNROLL for (int off = 0; off < R * K::kBlockBytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+    K::GroupBlock(w + b * K::kBlockBytes, g.w_row_bytes, g.act + b * K::kActBlockBytes, acc);
+    if (b + 1 == piece_end && piece_end < nb) {
+      add_piece();
+      acc = K::GroupZero();
+      if constexpr (requires { K::kPieceBlocks; }) piece_end = std::min<int64_t>(nb, piece_end + K::kPieceBlocks);
+    }
+  }
+  add_piece();
+  for (int r = 0; r < R; ++r) g.y[r0 + r] = out[r];
+}
+
 // The last `rem` (< kC) columns of rows [r0, r0 + R): one tile of exactly rem columns.
 template <class K, int R, int kC>
 inline void ColumnTail(const GemmArgs& g, int64_t r0, int64_t c0, int64_t rem) {
@@ -138,8 +179,16 @@ inline void AllColumns(const GemmArgs& g, int64_t r0) {
 template <class K>
 void Gemm(const GemmArgs& g) {
   if (g.cols == 1) {
+    // The rows' first kMatVecPrefetchBytes, which the tiles' stream prefetch
+    // (that far ahead of each block) never covers: a task of a batch (a
+    // chunk of one expert's rows) would start on demand misses.
+    const uint64_t head = std::min<uint64_t>(kMatVecPrefetchBytes, static_cast<uint64_t>(g.rows) * g.w_row_bytes);
+    for (uint64_t off = 0; off < head; off += 64) _mm_prefetch(reinterpret_cast<const char*>(g.w + off), _MM_HINT_T0);
     constexpr int kR = K::kMatVecRows;
     int64_t r = 0;
+    if constexpr (requires { K::kGroupRows; }) {
+      for (; r + K::kGroupRows <= g.rows; r += K::kGroupRows) GroupTile<K>(g, r);
+    }
     for (; r + kR <= g.rows; r += kR) Tile<K, kR, 1>(g, r, 0);
     for (; r < g.rows; ++r) Tile<K, 1, 1>(g, r, 0);
     return;

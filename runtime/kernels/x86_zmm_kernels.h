@@ -76,6 +76,37 @@ struct Q45KKernelZmm {
   static constexpr bool kHasTail = false;
   static constexpr int kMatVecRows = 2, kTileRows = 2, kTileCols = 4;
 
+  // Row x's integer sums against C columns: sumi[c] holds, in lane L, the
+  // products of elements 4L .. 4L + 3 of every 64 times their sub-block's
+  // scale; *packed_mins the row's 8 six-bit mins.
+  template <int C>
+  static void RowSums(const uint8_t* x, const uint8_t* a, uint64_t as, __m512i (&sumi)[C], uint64_t* packed_mins) {
+    uint64_t packed_scales;
+    UnpackScalesMinsQ4K(x + 4, &packed_scales, packed_mins);
+    const __m512i scales =
+        _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_scales))));
+    // Q5_K: qh in both halves, the high half shifted right by one so that
+    // bit 2j of every byte is the fifth bit for either half (the bit the
+    // 16-bit shift carries into bit 7 is never used).
+    __m512i high_bits = _mm512_setzero_si512();
+    if constexpr (kFifthBit) {
+      const __m512i hb = _mm512_broadcast_i64x4(LoadU256(x + 16));
+      high_bits = _mm512_mask_srli_epi16(hb, kUpperWords, hb, 1);
+    }
+    STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm512_setzero_si512();
+    Unroll<4>([&](auto j_const) {
+      constexpr int j = decltype(j_const)::value;
+      const __m512i q = _mm512_broadcast_i64x4(LoadU256(x + kQs + 32 * j));
+      __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(q, kUpperWords, q, 4), Set1I8x64(0x0F));
+      if constexpr (kFifthBit) codes = _mm512_or_si512(codes, MoveBit512<2 * j, 4>(high_bits));
+      const __m512i s = ScalePair512<2 * j, 2 * j + 1>(scales);
+      STRATA_UNROLL for (int c = 0; c < C; ++c) {
+        const __m512i qa = _mm512_loadu_si512(ActQ(a + c * as) + 64 * j);
+        sumi[c] = _mm512_dpwssd_epi32(sumi[c], _mm512_maddubs_epi16(codes, qa), s);
+      }
+    });
+  }
+
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m128 (&acc)[R][C]) {
     float ad[C];
@@ -88,32 +119,10 @@ struct Q45KKernelZmm {
     }
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
-      uint64_t packed_scales, packed_mins;
-      UnpackScalesMinsQ4K(x + 4, &packed_scales, &packed_mins);
-      const __m512i scales =
-          _mm512_zextsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_scales))));
-      const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_mins)));
-      // Q5_K: qh in both halves, the high half shifted right by one so that
-      // bit 2j of every byte is the fifth bit for either half (the bit the
-      // 16-bit shift carries into bit 7 is never used).
-      __m512i high_bits = _mm512_setzero_si512();
-      if constexpr (kFifthBit) {
-        const __m512i hb = _mm512_broadcast_i64x4(LoadU256(x + 16));
-        high_bits = _mm512_mask_srli_epi16(hb, kUpperWords, hb, 1);
-      }
       __m512i sumi[C];
-      STRATA_UNROLL for (int c = 0; c < C; ++c) sumi[c] = _mm512_setzero_si512();
-      Unroll<4>([&](auto j_const) {
-        constexpr int j = decltype(j_const)::value;
-        const __m512i q = _mm512_broadcast_i64x4(LoadU256(x + kQs + 32 * j));
-        __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(q, kUpperWords, q, 4), Set1I8x64(0x0F));
-        if constexpr (kFifthBit) codes = _mm512_or_si512(codes, MoveBit512<2 * j, 4>(high_bits));
-        const __m512i s = ScalePair512<2 * j, 2 * j + 1>(scales);
-        STRATA_UNROLL for (int c = 0; c < C; ++c) {
-          const __m512i qa = _mm512_loadu_si512(ActQ(a + c * as) + 64 * j);
-          sumi[c] = _mm512_dpwssd_epi32(sumi[c], _mm512_maddubs_epi16(codes, qa), s);
-        }
-      });
+      uint64_t packed_mins;
+      RowSums<C>(x, a, as, sumi, &packed_mins);
+      const __m128i mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(packed_mins)));
       const float d = LoadHalf(x), dmin = LoadHalf(x + 2);
       STRATA_UNROLL for (int c = 0; c < C; ++c) {
         const __m128 m = _mm_cvtepi32_ps(_mm_madd_epi16(mins, asum[c]));  // 4 lanes of min * sum
@@ -125,6 +134,51 @@ struct Q45KKernelZmm {
         acc[r][c] = _mm_fnmadd_ps(m, _mm_set1_ps(dmin * ad[c]), acc[r][c]);
       }
     }
+  }
+
+  // Decode (GroupTile): four rows, one column. Block<4, 1>'s float operations
+  // lane for lane, with row r's 4 lanes in lanes 4r .. 4r + 3 of one vector:
+  // one fold, conversion and multiply-add pair for the four rows instead of
+  // one per row, and their d, dmin and mins gathered into vectors.
+  static constexpr int kGroupRows = 4;
+  static __m512 GroupZero() { return _mm512_setzero_ps(); }
+  static void GroupBlock(const uint8_t* w, uint64_t ws, const uint8_t* a, __m512& acc) {
+    const __m256i bs = ActBsums(a);
+    const __m512i asum =
+        _mm512_broadcast_i32x4(_mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+    __m512i sumi[4][1];
+    uint64_t mins[4];
+    int dmins[4];  // d and dmin (halves) of each row
+    STRATA_UNROLL for (int r = 0; r < 4; ++r) {
+      RowSums<1>(w + r * ws, a, 0, sumi[r], &mins[r]);
+      dmins[r] = static_cast<int>(LoadU32(w + r * ws));
+    }
+    // Each row's 128-bit quarters summed (Block's fold; integers, exact in any
+    // order): rows 0|1 and 2|3 first add their halves, then quarter pairs.
+    const __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i64x2(sumi[0][0], sumi[1][0], 0x44),
+                                         _mm512_shuffle_i64x2(sumi[0][0], sumi[1][0], 0xEE));
+    const __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i64x2(sumi[2][0], sumi[3][0], 0x44),
+                                         _mm512_shuffle_i64x2(sumi[2][0], sumi[3][0], 0xEE));
+    const __m512i quads = _mm512_add_epi32(_mm512_shuffle_i64x2(s01, s23, 0x88), _mm512_shuffle_i64x2(s01, s23, 0xDD));
+    // Row r's 8 mins in 128-bit lane r, times the column's sub-block sums.
+    const __m512i mins16 = _mm512_cvtepu8_epi16(_mm256_set_epi64x(static_cast<int64_t>(mins[3]), static_cast<int64_t>(mins[2]),
+                                                                  static_cast<int64_t>(mins[1]), static_cast<int64_t>(mins[0])));
+    const __m512 m = _mm512_cvtepi32_ps(_mm512_madd_epi16(mins16, asum));
+    // d0, dmin0, d1, dmin1, ... times the column's d (Block's d * ad), each
+    // spread over its row's 4 lanes.
+    const __m256 scaled = _mm256_mul_ps(_mm256_cvtph_ps(_mm_setr_epi32(dmins[0], dmins[1], dmins[2], dmins[3])),
+                                        _mm256_set1_ps(ActD(a)));
+    const __m512 s = _mm512_castps256_ps512(scaled);
+    const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), s);
+    const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7), s);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), d, acc);
+    acc = _mm512_fnmadd_ps(m, dmin, acc);
+  }
+  static void GroupSums(__m512 acc, float (&sums)[4]) {
+    sums[0] = HorizontalSum(_mm512_castps512_ps128(acc));
+    sums[1] = HorizontalSum(_mm512_extractf32x4_ps(acc, 1));
+    sums[2] = HorizontalSum(_mm512_extractf32x4_ps(acc, 2));
+    sums[3] = HorizontalSum(_mm512_extractf32x4_ps(acc, 3));
   }
 };
 

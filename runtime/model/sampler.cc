@@ -27,11 +27,36 @@ Status SamplingParams::Validate() const {
 
 Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
 
+// The first index of the largest logit: what `best = 0; for each i: if
+// (logits[i] > logits[best]) best = i` returns (NaN never compares greater,
+// so a NaN at index 0 keeps 0, and all -inf gives 0). That loop waits on
+// each comparison before the next one (~0.3 ms over a 152k vocabulary,
+// 1-2 % of a decode step); here 8 interleaved scans (index i in scan i % 8)
+// each keep their first maximum, and the scans' results are merged, the
+// earlier index winning a tie.
 int32_t Sampler::Argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
-  return best;
+  const size_t n = logits.size();
+  const float* p = logits.data();
+  if (n == 0 || std::isnan(p[0])) return 0;
+  constexpr size_t kScans = 8;
+  float value[kScans];
+  size_t index[kScans];
+  for (size_t s = 0; s < kScans; ++s) value[s] = -std::numeric_limits<float>::infinity(), index[s] = n;
+  size_t i = 0;
+  for (; i + kScans <= n; i += kScans) {
+    for (size_t s = 0; s < kScans; ++s) {
+      if (p[i + s] > value[s]) value[s] = p[i + s], index[s] = i + s;
+    }
+  }
+  for (; i < n; ++i) {
+    if (p[i] > value[i % kScans]) value[i % kScans] = p[i], index[i % kScans] = i;
+  }
+  size_t best = n;
+  for (size_t s = 0; s < kScans; ++s) {
+    if (index[s] == n) continue;
+    if (best == n || value[s] > p[best] || (value[s] == p[best] && index[s] < best)) best = index[s];
+  }
+  return best == n ? 0 : static_cast<int32_t>(best);
 }
 
 float Sampler::LogSumExp(std::span<const float> logits) {

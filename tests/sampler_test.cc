@@ -1,0 +1,61 @@
+#include "runtime/model/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace strata {
+namespace {
+
+// The definition Argmax must keep: one scan, the first index whose logit is
+// greater than every earlier one's (NaN never compares greater).
+int32_t ScanArgmax(std::span<const float> logits) {
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  return best;
+}
+
+TEST(Sampler, ArgmaxIsTheFirstLargestLogit) {
+  std::mt19937_64 rng(7);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  int checked = 0;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16},
+                   size_t{17}, size_t{33}, size_t{100}, size_t{151936}}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> logits(n);
+      // Few distinct values, so that the maximum is often tied (the first
+      // one must win), with -inf, +inf and NaN sprinkled in.
+      std::uniform_int_distribution<int> level(0, trial % 2 ? 3 : 1000);
+      std::uniform_int_distribution<int> special(0, 19);
+      for (float& v : logits) {
+        v = static_cast<float>(level(rng)) - 500.0f;
+        const int s = special(rng);
+        if (trial >= 10 && s == 0) v = -inf;
+        if (trial >= 20 && s == 1) v = nan;
+        if (trial >= 30 && s == 2) v = inf;
+      }
+      if (n > 0 && trial % 10 == 9) logits[0] = trial >= 20 ? nan : -inf;
+      if (trial == 5) std::fill(logits.begin(), logits.end(), -inf);
+      EXPECT_EQ(Sampler::Argmax(logits), ScanArgmax(logits)) << "n " << n << " trial " << trial;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12 * 40);
+  // By hand: the earlier of two equal maxima, in different interleaved scans.
+  const std::vector<float> tie = {1, 5, 2, 3, 4, 0, 1, 2, 3, 5, 5};
+  EXPECT_EQ(Sampler::Argmax(tie), 1);
+  const std::vector<float> late = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 99};
+  EXPECT_EQ(Sampler::Argmax(late), 23);
+  const std::vector<float> nan_first = {nan, 1, 2};
+  EXPECT_EQ(Sampler::Argmax(nan_first), 0);
+}
+
+}  // namespace
+}  // namespace strata
