@@ -48,9 +48,12 @@ TEST(Sampler, ArgmaxIsTheFirstLargestLogit) {
     }
   }
   EXPECT_EQ(checked, 12 * 40);
-  // By hand: the earlier of two equal maxima, in different interleaved scans.
+  // By hand: the earlier of two equal maxima, in different interleaved scans
+  // (index i in scan i % 8), the earlier one in the higher-numbered scan.
   const std::vector<float> tie = {1, 5, 2, 3, 4, 0, 1, 2, 3, 5, 5};
   EXPECT_EQ(Sampler::Argmax(tie), 1);
+  const std::vector<float> tie_wrapped = {0, 0, 0, 0, 0, 0, 0, 5, 5, 0};
+  EXPECT_EQ(Sampler::Argmax(tie_wrapped), 7);
   const std::vector<float> late = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 99};
   EXPECT_EQ(Sampler::Argmax(late), 23);
   const std::vector<float> nan_first = {nan, 1, 2};

@@ -168,17 +168,19 @@ struct Q45KKernelZmm {
     // spread over its row's 4 lanes.
     const __m256 scaled = _mm256_mul_ps(_mm256_cvtph_ps(_mm_setr_epi32(dmins[0], dmins[1], dmins[2], dmins[3])),
                                         _mm256_set1_ps(ActD(a)));
-    const __m512 s = _mm512_castps256_ps512(scaled);
+    const __m512 s = _mm512_zextps256_ps512(scaled);
     const __m512 d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), s);
     const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7), s);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), d, acc);
     acc = _mm512_fnmadd_ps(m, dmin, acc);
   }
+  // (maskz extracts, as HorizontalSum(__m512): GCC 12 warns that the plain
+  // cast/extract read an "uninitialized" pass-through operand.)
   static void GroupSums(__m512 acc, float (&sums)[4]) {
-    sums[0] = HorizontalSum(_mm512_castps512_ps128(acc));
-    sums[1] = HorizontalSum(_mm512_extractf32x4_ps(acc, 1));
-    sums[2] = HorizontalSum(_mm512_extractf32x4_ps(acc, 2));
-    sums[3] = HorizontalSum(_mm512_extractf32x4_ps(acc, 3));
+    sums[0] = HorizontalSum(_mm512_maskz_extractf32x4_ps(0xF, acc, 0));
+    sums[1] = HorizontalSum(_mm512_maskz_extractf32x4_ps(0xF, acc, 1));
+    sums[2] = HorizontalSum(_mm512_maskz_extractf32x4_ps(0xF, acc, 2));
+    sums[3] = HorizontalSum(_mm512_maskz_extractf32x4_ps(0xF, acc, 3));
   }
 };
 

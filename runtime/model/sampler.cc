@@ -30,8 +30,9 @@ Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
 // The first index of the largest logit: what `best = 0; for each i: if
 // (logits[i] > logits[best]) best = i` returns (NaN never compares greater,
 // so a NaN at index 0 keeps 0, and all -inf gives 0). That loop waits on
-// each comparison before the next one (~0.3 ms over a 152k vocabulary,
-// 1-2 % of a decode step); here 8 interleaved scans (index i in scan i % 8)
+// each comparison before the next one: --bench's "sampling and the rest"
+// was 0.72 ms per token over Qwen3's 151,936 logits and is 0.07 ms with
+// this, where 8 interleaved scans (index i in scan i % 8)
 // each keep their first maximum, and the scans' results are merged, the
 // earlier index winning a tie.
 int32_t Sampler::Argmax(std::span<const float> logits) {
