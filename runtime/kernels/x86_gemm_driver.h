@@ -50,6 +50,18 @@ inline __m256 AccZeroOf(long) {
   return _mm256_setzero_ps();
 }
 
+// One column (decode): each weight byte is read once, so the rows are a
+// stream. A tile's R rows lie one after the other, so at block b the prefetch
+// front moves through memory R blocks per block, kMatVecPrefetchBytes ahead
+// of w (the tile's first row): across the end of the tile into the next one,
+// which is where short rows (a 2048-wide Q6_K row is 1,680 bytes) need it.
+template <class K, int R>
+inline void MatVecPrefetch(const uint8_t* w, int64_t b) {
+  const uint8_t* pf = w + kMatVecPrefetchBytes + b * (R * K::kBlockBytes);
+  STRATA_UNROLL for (int off = 0; off < R * K::kBlockBytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+}
+
 template <class K, int R, int C>
 inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
   decltype(AccZeroOf<K>(0)) acc[R][C];
@@ -71,14 +83,7 @@ inline void Tile(const GemmArgs& g, int64_t r0, int64_t c0) {
     // own. (Prefetches never fault, so running past the end of the rows is
     // harmless.)
     if constexpr (C == 1) {
-      // One column (decode): each weight byte is read once, so the rows are
-      // a stream. The tile's rows lie one after the other, so the prefetch
-      // front moves through memory R blocks per block, kMatVecPrefetchBytes
-      // ahead: across the end of the tile into the next one, which is where
-      // short rows (a 2048-wide Q6_K row is 1,680 bytes) need it.
-      const uint8_t* pf = w + kMatVecPrefetchBytes + b * (R * K::kBlockBytes);
-      STRATA_UNROLL for (int off = 0; off < R * K::kBlockBytes; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+      MatVecPrefetch<K, R>(w, b);
     } else {
       STRATA_UNROLL for (int r = 0; r < R; ++r) {
         STRATA_UNROLL for (int off = 0; off < K::kBlockBytes; off += 64)
@@ -141,9 +146,7 @@ inline void GroupTile(const GemmArgs& g, int64_t r0) {
     first_piece = false;
   };
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* pf = w + kMatVecPrefetchBytes + b * (R * K::kBlockBytes);  // as in Tile<K, R, 1>
-    STRATA_UNROLL for (int off = 0; off < R * K::kBlockBytes; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+    MatVecPrefetch<K, R>(w, b);
     K::GroupBlock(w + b * K::kBlockBytes, g.w_row_bytes, g.act + b * K::kActBlockBytes, acc);
     if (b + 1 == piece_end && piece_end < nb) {
       add_piece();

@@ -128,7 +128,7 @@ void FillRandomBlocks(GgmlType type, uint64_t n_blocks, std::mt19937_64& rng, ui
       });
     case T::kNVFP4:
       return Fill<BlockNvfp4>(n_blocks, rng, out, [&](BlockNvfp4& b) {
-        for (uint8_t& d : b.d) d = NearestUe4m3(scale / 5.85f * std::uniform_real_distribution<float>(0.7f, 1.3f)(rng));
+        for (uint8_t& d : b.d) d = NearestUe4m3(scale / 5.85f * Jitter(rng));
       });
     case T::kTQ1_0:
       return Fill<BlockTq1_0>(n_blocks, rng, out, [&](BlockTq1_0& b) { b.d = Half(Jitter(rng) * scale / 0.82f); });
