@@ -184,6 +184,9 @@ STRATA_DEV float DevSin(float x) { return sinf(x); }
 STRATA_DEV float DevCos(float x) { return cosf(x); }
 STRATA_DEV float DevFmax(float x, float y) { return fmaxf(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return isnan(x); }
+// Round to the nearest integer, ties to even (as the CPU's nearbyint in the
+// default rounding mode).
+STRATA_DEV int DevRoundToInt(float x) { return __float2int_rn(x); }
 #else
 STRATA_DEV float DevExp(float x) { return std::exp(x); }
 STRATA_DEV float DevLog(float x) { return std::log(x); }
@@ -194,7 +197,9 @@ STRATA_DEV float DevSin(float x) { return std::sin(x); }
 STRATA_DEV float DevCos(float x) { return std::cos(x); }
 STRATA_DEV float DevFmax(float x, float y) { return std::fmax(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return std::isnan(x); }
+STRATA_DEV int DevRoundToInt(float x) { return static_cast<int>(std::nearbyint(x)); }
 #endif
+STRATA_DEV float DevAbs(float x) { return x < 0.0f ? -x : x; }
 STRATA_DEV float DevSigmoid(float x) { return 1.0f / (1.0f + DevExp(-x)); }
 STRATA_DEV float DevSilu(float x) { return x / (1.0f + DevExp(-x)); }
 STRATA_DEV float DevSoftplus(float x) { return x > 20.0f ? x : DevLog1p(DevExp(x)); }
