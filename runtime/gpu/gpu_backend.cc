@@ -284,8 +284,8 @@ Status GpuBackend::BeginPass(const PassDesc& d) {
     }
   Status st = gpu::UploadPassTables(*device_, stream_, p, [this](const SequenceState& s) { return Address(s.storage); },
                                     transfers_);
+  const int64_t E = p.hp->n_embd;
   if (st.ok()) {
-    const int64_t E = p.hp->n_embd;
     for (DevicePtr& a : p.act) a = gpu::Take(*p.ws, static_cast<uint64_t>(p.n * E) * sizeof(float));
     if (!p.act[2]) st = p.ws->Exhausted("forward pass");
   }

@@ -46,6 +46,12 @@ MatMulArgs BaseArgs(const DeviceMatrix& w, DevicePtr x, int64_t x_stride, Device
 
 int64_t XStride(const DeviceMatrix& w) { return QuantizesActivations(w.type) ? w.cols / 32 : w.cols; }
 
+// The tiled kernel for the type: on tensor cores where the device has them.
+Kernel Tiled(const Launcher& L, GgmlType type) {
+  const size_t t = static_cast<size_t>(type);
+  return L.use_mma && L.device->info().int8_mma && QuantizesActivations(type) ? L.kernels->mmq_mma[t] : L.kernels->mmq[t];
+}
+
 }  // namespace
 
 uint64_t QuantizedBytes(int64_t n, int64_t cols) {
@@ -77,7 +83,7 @@ Status MatMulPrepared(const Launcher& L, const DeviceMatrix& w, DevicePtr x_prep
     const Kernel k = n == 1 ? L.kernels->mmv1[t] : L.kernels->mmv8[t];
     return L(k, Dim3{Blocks(w.rows, warps), 1, 1}, Dim3{warps * L.warp(), 1, 1}, 0, a);
   }
-  return L(L.kernels->mmq[t], Dim3{Blocks(w.rows, kTileRows), Blocks(n, kTileColumns), 1}, Dim3{kTileThreads, 1, 1}, 0,
+  return L(Tiled(L, w.type), Dim3{Blocks(w.rows, kTileRows), Blocks(n, kTileColumns), 1}, Dim3{kTileThreads, 1, 1}, 0,
            a);
 }
 
@@ -107,7 +113,7 @@ Status ExpertMatMulPrepared(const Launcher& L, const DeviceMatrix& w, DevicePtr 
   a.tile_col0 = Ptr<const int32_t>(p.tile_col0);
   a.tile_ncols = Ptr<const int32_t>(p.tile_ncols);
   a.n_tiles = Ptr<const int32_t>(p.n_tiles);
-  return L(L.kernels->mmq[t], Dim3{Blocks(w.rows, kTileRows), static_cast<uint32_t>(p.max_tiles), 1},
+  return L(Tiled(L, w.type), Dim3{Blocks(w.rows, kTileRows), static_cast<uint32_t>(p.max_tiles), 1},
            Dim3{kTileThreads, 1, 1}, 0, a);
 }
 

@@ -18,6 +18,10 @@ struct Launcher {
   Device* device = nullptr;
   Stream stream = nullptr;
   const KernelTable* kernels = nullptr;
+  // The tiled products of quantized types on tensor cores where the device
+  // has them (DeviceInfo::int8_mma); false forces the portable kernel (the
+  // device check compares the two).
+  bool use_mma = true;
 
   uint32_t warp() const { return device->info().warp_size; }
   template <typename Args>

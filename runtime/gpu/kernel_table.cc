@@ -48,6 +48,9 @@ Result<KernelTable> KernelTable::Load(Device& d) {
   STRATA_GPU_QUANT_TYPES(STRATA_FIND_TYPE)
   STRATA_GPU_FLOAT_TYPES(STRATA_FIND_TYPE)
 #undef STRATA_FIND_TYPE
+#define STRATA_FIND_MMA(id, NAME, elems, bytes) STRATA_RETURN_IF_ERROR(Find(d, "strata_mmq_mma_" #NAME, &t.mmq_mma[id]));
+  STRATA_GPU_QUANT_TYPES(STRATA_FIND_MMA)
+#undef STRATA_FIND_MMA
   const std::pair<const char*, Kernel*> named[] = {
       {"strata_fill_f32", &t.fill},
       {"strata_add", &t.add},

@@ -17,6 +17,9 @@ struct KernelTable {
   // Per weight type (by ggml id): the embedding gather and the products.
   static constexpr size_t kTypes = kGgmlTypeIdLimit;
   std::array<Kernel, kTypes> embed{}, mmv1{}, mmv8{}, mmq{};
+  // The tiled int8 product on tensor cores (quantized types; the portable
+  // twin's code where the image has no MMA: kernels/matmul_mma.cu).
+  std::array<Kernel, kTypes> mmq_mma{};
   Kernel fill = nullptr, add = nullptr, swiglu = nullptr, shared_gate = nullptr, argmax = nullptr;
   Kernel rms_norm = nullptr, gated_norm = nullptr, quantize = nullptr;
   Kernel attn_prep = nullptr, attention = nullptr, attn_combine = nullptr;

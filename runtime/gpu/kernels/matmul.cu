@@ -1,3 +1,4 @@
+#pragma once  // matmul_mma.cu includes it too
 // Matrix products for every weight type: y = W x for activation columns x.
 //
 // Quantized weights multiply int8 activations (XBlock: 32 values, a scale,
