@@ -2,16 +2,18 @@
 // The software GPU's side of the kernel source (kernels/portable.h, host
 // mode): what CUDA's built-ins become when a kernel is compiled as host C++.
 //
-// Execution model (docs/gpu.md, "The software GPU"): a launch runs its blocks
-// one after another; each thread of a block is a fiber. A fiber runs until it
-// reaches __syncthreads or a warp operation, then the next fiber of the block
-// runs. A barrier opens when every live thread of the block waits at it; a
-// warp operation completes when every lane of the warp waits at it (the same
-// operation, from the same place). So lanes interleave only at barriers and
-// warp operations, and code that assumes lockstep warps reads stale or
-// poisoned shared memory here, as it can on hardware. The scheduler refuses:
+// Execution model (docs/gpu.md, "The software GPU"; block_scheduler.h): a
+// launch runs its blocks one after another; each thread of a block is a
+// fiber. A fiber runs until it reaches __syncthreads or a warp operation,
+// then the next fiber of the block runs. A barrier opens when every thread of
+// the block waits at it (from the same place); a warp operation completes
+// when every lane of the warp waits at it (the same operation, from the same
+// place). So lanes interleave only at barriers and warp operations, and code
+// that assumes lockstep warps reads stale or poisoned shared memory here, as
+// it can on hardware. The scheduler refuses (the launch fails with kInternal,
+// naming the kernel, the block, the threads and the places):
 //   * a __syncthreads that not every thread of the block reaches (some exited,
-//     or wait elsewhere): the launch fails naming the kernel and the place;
+//     or wait elsewhere);
 //   * a warp operation whose lanes are not all there (a lane exited, waits at
 //     a barrier or at another operation);
 //   * shared memory declared differently by two threads, or more of it than
@@ -20,6 +22,13 @@
 // start, so a read before any write shows. The order in which fibers run
 // alternates between rounds (lane 0 first, then the last lane first), so a
 // missing WarpSync shows in either direction.
+//
+// Kernel code must not own heap objects or anything else with a destructor
+// that matters (std::vector, std::string, locks): when a launch is refused,
+// the other threads of the block are suspended mid-kernel and simply
+// discarded, their stacks reused without unwinding. (Device code cannot
+// allocate anyway.) A kernel's stack is 64 KiB here (256 KiB under ASan),
+// with a guard page below it.
 
 #include <cmath>
 #include <cstddef>
