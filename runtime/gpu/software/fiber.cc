@@ -39,9 +39,11 @@ constexpr size_t kStackBytes = 64u << 10;
   std::abort();
 }
 
-#if defined(STRATA_FIBER_ASAN) && !defined(_WIN32)
-// `save`: where to keep the leaving fiber's fake stack, or nullptr when the
-// leaving fiber is finished (ASan frees it then).
+#ifndef _WIN32
+// ASan's fiber announcements (no-ops without ASan). `save`: where to keep
+// the leaving fiber's fake stack, or nullptr when the leaving fiber is
+// finished (ASan frees it then).
+#ifdef STRATA_FIBER_ASAN
 void AnnounceSwitch(void** save, const void* bottom, size_t size) { __sanitizer_start_switch_fiber(save, bottom, size); }
 void AnnounceArrival(void* saved, const void** from_bottom, size_t* from_size) {
   __sanitizer_finish_switch_fiber(saved, from_bottom, from_size);
@@ -49,6 +51,7 @@ void AnnounceArrival(void* saved, const void** from_bottom, size_t* from_size) {
 #else
 void AnnounceSwitch(void**, const void*, size_t) {}
 void AnnounceArrival(void*, const void**, size_t*) {}
+#endif
 #endif
 
 }  // namespace
