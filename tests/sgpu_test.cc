@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -236,26 +237,40 @@ struct Refusal {
   std::vector<std::string> says;
 };
 
+// "sgpu_test_kernels.cc:N", N the line marked "place: <mark>" there: the
+// messages name the kernel's own line, not one inside portable.h or sgpu.h.
+std::string KernelPlace(const std::string& mark) {
+  const std::string path = std::string(STRATA_SOURCE_DIR) + "/tests/gpu/sgpu_test_kernels.cc";
+  std::ifstream f(path);
+  EXPECT_TRUE(f) << path;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n)
+    if (line.find("// place: " + mark) != std::string::npos) return "sgpu_test_kernels.cc:" + std::to_string(n);
+  ADD_FAILURE() << "no line marked 'place: " << mark << "' in " << path;
+  return "?";
+}
+
 TEST(SoftwareGpuRefusals, EachIsAClearStatusAndTheDeviceWorksOn) {
   const std::vector<Refusal> refusals = {
       {"sgpu_test_exit_before_barrier", 64,
        {"kernel 'sgpu_test_exit_before_barrier' block (0,0,0)", "__syncthreads must be reached by every thread",
-        "threads 17-63 reached __syncthreads at sgpu_test_kernels.cc:", "while threads 0-16 exited"}},
+        "threads 17-63 reached __syncthreads at " + KernelPlace("after exit") + " while threads 0-16 exited"}},
       {"sgpu_test_two_barriers", 32,
-       {"kernel 'sgpu_test_two_barriers' block (0,0,0)", "threads 0,2,4,6,", "threads 1,3,5,",
-        "reached __syncthreads at sgpu_test_kernels.cc:"}},
+       {"kernel 'sgpu_test_two_barriers' block (0,0,0)", "threads 0,2,4,6,",
+        "30 reached __syncthreads at " + KernelPlace("even") + " while threads 1,3,5,",
+        "31 reached __syncthreads at " + KernelPlace("odd")}},
       {"sgpu_test_shuffle_after_exit", 64,
        {"kernel 'sgpu_test_shuffle_after_exit' block (0,0,0) warp 0: a warp operation needs every lane",
-        "threads 0-4,6-31 reached WarpShflXor at sgpu_test_kernels.cc:", "while thread 5 exited"}},
+        "threads 0-4,6-31 reached WarpShflXor at " + KernelPlace("shuffle") + " while thread 5 exited"}},
       {"sgpu_test_warp_op_and_barrier", 32,
-       {"warp 0: a warp operation needs every lane", "threads 0-15 reached WarpSync at sgpu_test_kernels.cc:",
-        "threads 16-31 reached __syncthreads at sgpu_test_kernels.cc:"}},
+       {"warp 0: a warp operation needs every lane", "threads 0-15 reached WarpSync at " + KernelPlace("half warp"),
+        "threads 16-31 reached __syncthreads at " + KernelPlace("other half")}},
       {"sgpu_test_mismatched_shared", 32,
-       {"shared memory declared differently by two threads: thread 3 declares its shared array #0 as 256 bytes at "
-        "sgpu_test_kernels.cc:",
+       {"shared memory declared differently by two threads: thread 3 declares its shared array #0 as 256 bytes at " +
+            KernelPlace("mismatched"),
         "thread 0 declared it as 128 bytes"}},
       {"sgpu_test_too_much_shared", 32,
-       {"too much shared memory: thread 0 declares 48400 bytes at sgpu_test_kernels.cc:",
+       {"too much shared memory: thread 0 declares 48400 bytes at " + KernelPlace("too much"),
         "49424 bytes of static and 0 of dynamic shared memory, over the 49152 bytes a block may use"}},
   };
   for (uint32_t warp : {32u, 64u}) {

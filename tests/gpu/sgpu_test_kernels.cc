@@ -3,6 +3,7 @@
 // host C++ twice: here for 32-lane warps, and by sgpu_test_kernels_wave64.cc
 // (which defines STRATA_SGPU_WARP_SIZE 64 and includes this file) for 64-lane
 // wavefronts. Those that break a rule of portable.h on purpose say which.
+// Comments "place: ..." mark lines the tests expect in messages.
 
 #include <functional>
 #include <thread>
@@ -108,16 +109,16 @@ STRATA_KERNEL(sgpu_test_dynamic_shared, DynamicSharedArgs) {
 // Threads 0-16 return before a __syncthreads the others reach.
 STRATA_KERNEL(sgpu_test_exit_before_barrier, RefusalArgs) {
   if (threadIdx.x < 17) return;
-  __syncthreads();
+  __syncthreads();  // place: after exit
   a.out[threadIdx.x] = 1.0f;
 }
 
 // Even and odd threads wait at two different __syncthreads.
 STRATA_KERNEL(sgpu_test_two_barriers, RefusalArgs) {
   if (threadIdx.x % 2 == 0) {
-    __syncthreads();
+    __syncthreads();  // place: even
   } else {
-    __syncthreads();
+    __syncthreads();  // place: odd
   }
   a.out[threadIdx.x] = 1.0f;
 }
@@ -125,22 +126,22 @@ STRATA_KERNEL(sgpu_test_two_barriers, RefusalArgs) {
 // Lane 5 of every warp returns before the others shuffle.
 STRATA_KERNEL(sgpu_test_shuffle_after_exit, RefusalArgs) {
   if (LaneId() == 5) return;
-  a.out[threadIdx.x] = WarpShflXor(1.0f, 1);
+  a.out[threadIdx.x] = WarpShflXor(1.0f, 1);  // place: shuffle
 }
 
 // Half of each warp waits at WarpSync, the other half at __syncthreads.
 STRATA_KERNEL(sgpu_test_warp_op_and_barrier, RefusalArgs) {
   if (LaneId() < kWarpSize / 2) {
-    WarpSync();
+    WarpSync();  // place: half warp
   } else {
-    __syncthreads();
+    __syncthreads();  // place: other half
   }
   a.out[threadIdx.x] = 1.0f;
 }
 
 // Thread 3 declares its shared array at another size than the others.
 STRATA_KERNEL(sgpu_test_mismatched_shared, RefusalArgs) {
-  STRATA_SHARED(float, s, threadIdx.x == 3 ? 64 : 32);
+  STRATA_SHARED(float, s, threadIdx.x == 3 ? 64 : 32);  // place: mismatched
   s[threadIdx.x % 32] = 1.0f;
   a.out[threadIdx.x] = 1.0f;
 }
@@ -148,7 +149,7 @@ STRATA_KERNEL(sgpu_test_mismatched_shared, RefusalArgs) {
 // 1 KiB + 48 400 bytes of static shared memory: over the 48 KiB a block gets.
 STRATA_KERNEL(sgpu_test_too_much_shared, RefusalArgs) {
   STRATA_SHARED(float, small, 256);
-  STRATA_SHARED(float, big, 12100);
+  STRATA_SHARED(float, big, 12100);  // place: too much
   small[threadIdx.x] = 1.0f;
   big[threadIdx.x] = 1.0f;
   a.out[threadIdx.x] = 1.0f;

@@ -130,7 +130,7 @@ STRATA_DEV void WarpSync() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront
 #else
 // Each takes its caller's place, so the software GPU's checks (every lane at
 // the same operation from the same place) and messages name the kernel's line.
-#define STRATA_WARP_SITE std::source_location where = std::source_location::current()
+#define STRATA_WARP_SITE ::strata::sgpu::SourcePlace where = STRATA_SGPU_HERE
 STRATA_DEV float WarpShflXor(float v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
 STRATA_DEV int WarpShflXor(int v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
 STRATA_DEV uint32_t WarpShflXor(uint32_t v, int lane_mask, STRATA_WARP_SITE) {

@@ -43,7 +43,7 @@ struct GpuThread {
   uint32_t linear = 0;
   Wait wait = Wait::kRunnable;
   // At a barrier or warp operation: where, and the operation's operands.
-  std::source_location site;
+  SourcePlace site;
   WarpOp op = WarpOp::kSync;
   uint64_t value = 0;
   int arg = 0;
@@ -55,7 +55,7 @@ struct GpuThread {
 struct SharedDecl {
   size_t offset = 0;
   size_t bytes = 0;
-  std::source_location site;
+  SourcePlace site;
   uint32_t thread = 0;
 };
 
@@ -64,16 +64,15 @@ size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 // "attention.cu:120": the file's name without its folders, which are the
 // build machine's.
-std::string Place(const std::source_location& s) {
-  std::string_view f = s.file_name();
+std::string PlaceText(const SourcePlace& s) {
+  std::string_view f = s.file;
   const size_t slash = f.find_last_of("/\\");
   if (slash != std::string_view::npos) f.remove_prefix(slash + 1);
-  return StrFormat("%.*s:%u", static_cast<int>(f.size()), f.data(), static_cast<unsigned>(s.line()));
+  return StrFormat("%.*s:%u", static_cast<int>(f.size()), f.data(), s.line);
 }
 
-bool SamePlace(const std::source_location& a, const std::source_location& b) {
-  return a.line() == b.line() && a.column() == b.column() &&
-         (a.file_name() == b.file_name() || std::strcmp(a.file_name(), b.file_name()) == 0);
+bool SamePlace(const SourcePlace& a, const SourcePlace& b) {
+  return a.line == b.line && a.column == b.column && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
 }
 
 const char* OpName(WarpOp op) {
@@ -111,7 +110,7 @@ class BlockWorker {
   const LaunchSpec& launch() const { return *launch_; }
   const Dim& block_idx() const { return block_idx_; }
   uint8_t* dynamic_shared() { return shared_.data(); }
-  void* DeclareShared(size_t bytes, const std::source_location& where);
+  void* DeclareShared(size_t bytes, const SourcePlace& where);
   // Ends the calling fiber's part in the launch with `why`: the launch fails.
   [[noreturn]] void Fail(Status why);
 
@@ -312,8 +311,8 @@ std::string BlockWorker::DescribeThreads(uint32_t lo, uint32_t hi) const {
   // their first thread; those waiting somewhere first, those that exited last.
   auto what = [](const GpuThread& t) -> std::string {
     switch (t.wait) {
-      case Wait::kBarrier: return "reached __syncthreads at " + Place(t.site);
-      case Wait::kWarp: return std::string("reached ") + OpName(t.op) + " at " + Place(t.site);
+      case Wait::kBarrier: return "reached __syncthreads at " + PlaceText(t.site);
+      case Wait::kWarp: return std::string("reached ") + OpName(t.op) + " at " + PlaceText(t.site);
       case Wait::kExited: return "exited";
       case Wait::kRunnable:
       case Wait::kFailed: break;
@@ -359,7 +358,7 @@ std::string BlockWorker::DescribeThreads(uint32_t lo, uint32_t hi) const {
   return out;
 }
 
-void* BlockWorker::DeclareShared(size_t bytes, const std::source_location& where) {
+void* BlockWorker::DeclareShared(size_t bytes, const SourcePlace& where) {
   GpuThread& t = *current_;
   const uint32_t k = t.shared_index++;
   if (k < decls_.size()) {
@@ -368,8 +367,8 @@ void* BlockWorker::DeclareShared(size_t bytes, const std::source_location& where
     Fail(Internal(StrFormat("%s: shared memory declared differently by two threads: thread %u declares its "
                             "shared array #%u as %zu bytes at %s, thread %u declared it as %zu bytes at %s "
                             "(every thread declares the same arrays in the same order)",
-                            Header().c_str(), t.linear, k, bytes, Place(where).c_str(), d.thread, d.bytes,
-                            Place(d.site).c_str())));
+                            Header().c_str(), t.linear, k, bytes, PlaceText(where).c_str(), d.thread, d.bytes,
+                            PlaceText(d.site).c_str())));
   }
   const LaunchSpec& l = *launch_;
   const size_t offset = AlignUp(static_end_, kSharedAlign);
@@ -378,7 +377,7 @@ void* BlockWorker::DeclareShared(size_t bytes, const std::source_location& where
     Fail(Internal(StrFormat(
         "%s: too much shared memory: thread %u declares %zu bytes at %s, making %zu bytes of static and %u of "
         "dynamic shared memory, over the %u bytes a block may use%s",
-        Header().c_str(), t.linear, bytes, Place(where).c_str(), static_bytes, l.dynamic_shared, l.shared_limit,
+        Header().c_str(), t.linear, bytes, PlaceText(where).c_str(), static_bytes, l.dynamic_shared, l.shared_limit,
         l.shared_limit < kSharedPerBlockOptIn
             ? StrFormat(" (a kernel given SetMaxDynamicShared may use up to %u)", kSharedPerBlockOptIn).c_str()
             : "")));
@@ -408,20 +407,20 @@ const Dim& CurrentBlockIdx() { return InKernel("blockIdx").block_idx(); }
 const Dim& CurrentBlockDim() { return InKernel("blockDim").launch().block; }
 const Dim& CurrentGridDim() { return InKernel("gridDim").launch().grid; }
 
-void SyncThreads(std::source_location where) {
+void SyncThreads(SourcePlace where) {
   GpuThread& t = InKernel("__syncthreads").current();
   t.wait = Wait::kBarrier;
   t.site = where;
   t.fiber->Suspend();
 }
 
-void* SharedBytes(size_t bytes, std::source_location where) {
+void* SharedBytes(size_t bytes, SourcePlace where) {
   return InKernel("STRATA_SHARED").DeclareShared(bytes, where);
 }
 
 void* DynamicSharedBytes() { return InKernel("STRATA_DYNAMIC_SHARED").dynamic_shared(); }
 
-uint64_t WarpExchange(WarpOp op, uint64_t value, int arg, std::source_location where) {
+uint64_t WarpExchange(WarpOp op, uint64_t value, int arg, SourcePlace where) {
   GpuThread& t = InKernel(OpName(op)).current();
   t.wait = Wait::kWarp;
   t.op = op;

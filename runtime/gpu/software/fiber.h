@@ -107,7 +107,9 @@ class FiberHostThread {
 
  private:
   Status status_;
+#ifdef _WIN32
   bool converted_ = false;
+#endif
 };
 
 }  // namespace strata::sgpu
