@@ -364,23 +364,27 @@ void* BlockWorker::DeclareShared(size_t bytes, const SourcePlace& where) {
   if (k < decls_.size()) {
     const SharedDecl& d = decls_[k];
     if (d.bytes == bytes && SamePlace(d.site, where)) return shared_.data() + d.offset;
-    Fail(Internal(StrFormat("%s: shared memory declared differently by two threads: thread %u declares its "
-                            "shared array #%u as %zu bytes at %s, thread %u declared it as %zu bytes at %s "
-                            "(every thread declares the same arrays in the same order)",
-                            Header().c_str(), t.linear, k, bytes, PlaceText(where).c_str(), d.thread, d.bytes,
-                            PlaceText(d.site).c_str())));
+    // The message is made in a statement of its own: temporaries of the
+    // statement that calls Fail would never be destroyed (it does not return).
+    Status why = Internal(StrFormat("%s: shared memory declared differently by two threads: thread %u declares its "
+                                    "shared array #%u as %zu bytes at %s, thread %u declared it as %zu bytes at %s "
+                                    "(every thread declares the same arrays in the same order)",
+                                    Header().c_str(), t.linear, k, bytes, PlaceText(where).c_str(), d.thread,
+                                    d.bytes, PlaceText(d.site).c_str()));
+    Fail(std::move(why));
   }
   const LaunchSpec& l = *launch_;
   const size_t offset = AlignUp(static_end_, kSharedAlign);
   const size_t static_bytes = offset - static_begin_ + bytes;
   if (bytes > l.shared_limit || static_bytes > l.shared_limit - l.dynamic_shared) {
-    Fail(Internal(StrFormat(
+    Status why = Internal(StrFormat(
         "%s: too much shared memory: thread %u declares %zu bytes at %s, making %zu bytes of static and %u of "
         "dynamic shared memory, over the %u bytes a block may use%s",
         Header().c_str(), t.linear, bytes, PlaceText(where).c_str(), static_bytes, l.dynamic_shared, l.shared_limit,
         l.shared_limit < kSharedPerBlockOptIn
             ? StrFormat(" (a kernel given SetMaxDynamicShared may use up to %u)", kSharedPerBlockOptIn).c_str()
-            : "")));
+            : ""));
+    Fail(std::move(why));
   }
   decls_.push_back({offset, bytes, where, t.linear});
   static_end_ = offset + bytes;
@@ -393,6 +397,8 @@ void* BlockWorker::DeclareShared(size_t bytes, const SourcePlace& where) {
 }
 
 void BlockWorker::Fail(Status why) {
+  // Nothing that owns memory may stay on this fiber's stack: it is never
+  // resumed, so no destructor of it runs. `why` is left empty by the move.
   failure_ = std::move(why);
   GpuThread& t = *current_;
   t.wait = Wait::kFailed;
