@@ -128,14 +128,20 @@ STRATA_DEV WarpMask WarpBallot(bool p) { return __ballot(p); }
 // stream there, and a fence orders their shared-memory accesses.
 STRATA_DEV void WarpSync() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); }
 #else
-STRATA_DEV float WarpShflXor(float v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV int WarpShflXor(int v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV uint32_t WarpShflXor(uint32_t v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV float WarpShfl(float v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV int WarpShfl(int v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV uint32_t WarpShfl(uint32_t v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV WarpMask WarpBallot(bool p) { return ::strata::sgpu::Ballot(p); }
-STRATA_DEV void WarpSync() { ::strata::sgpu::SyncWarp(); }
+// Each takes its caller's place, so the software GPU's checks (every lane at
+// the same operation from the same place) and messages name the kernel's line.
+#define STRATA_WARP_SITE ::strata::sgpu::SourcePlace where = STRATA_SGPU_HERE
+STRATA_DEV float WarpShflXor(float v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
+STRATA_DEV int WarpShflXor(int v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
+STRATA_DEV uint32_t WarpShflXor(uint32_t v, int lane_mask, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ShflXor(v, lane_mask, where);
+}
+STRATA_DEV float WarpShfl(float v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV int WarpShfl(int v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV uint32_t WarpShfl(uint32_t v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV WarpMask WarpBallot(bool p, STRATA_WARP_SITE) { return ::strata::sgpu::Ballot(p, where); }
+STRATA_DEV void WarpSync(STRATA_WARP_SITE) { ::strata::sgpu::SyncWarp(where); }
+#undef STRATA_WARP_SITE
 #endif
 
 // Sums and maxima over the lanes of a warp: every lane gets the result.
