@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -399,6 +400,46 @@ TEST(GpuQuantDecodeGrids, ExpandedPointsMatchCpuGrids) {
       }
     }
   for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(g::KsignsIq2xs(i), kKsignsIq2xs[i]) << i;
+}
+
+// LoadWordsAligned (the CUDA device's LoadWords) on a padded buffer: the same
+// words as Load32 at every alignment, and aligned loads only of the words that
+// hold the wanted bytes.
+struct RecordedWords {
+  static inline uintptr_t lowest = 0, highest = 0;
+  static uint32_t Load(uintptr_t a) {
+    EXPECT_EQ(a % 4, 0u) << "unaligned load";
+    lowest = std::min(lowest, a);
+    highest = std::max(highest, a);
+    uint32_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(a), 4);
+    return v;
+  }
+};
+
+template <int N>
+void CheckAlignedWords(const uint8_t* p) {
+  RecordedWords::lowest = UINTPTR_MAX;
+  RecordedWords::highest = 0;
+  uint32_t got[N];
+  g::decode::LoadWordsAligned<RecordedWords>(p, got);
+  for (int k = 0; k < N; ++k) ASSERT_EQ(got[k], g::Load32(p + 4 * k)) << "word " << k << " of " << N;
+  const auto first = reinterpret_cast<uintptr_t>(p), last = first + 4 * N - 1;
+  EXPECT_EQ(RecordedWords::lowest, first & ~uintptr_t{3});
+  EXPECT_EQ(RecordedWords::highest, last & ~uintptr_t{3});
+}
+
+TEST(GpuQuantDecodeLoads, AlignedWordsMatchLoad32) {
+  alignas(4) uint8_t buf[64];
+  std::mt19937_64 rng(5);
+  for (uint8_t& v : buf) v = static_cast<uint8_t>(rng());
+  for (int offset = 4; offset < 8; ++offset) {
+    CheckAlignedWords<1>(buf + offset);
+    CheckAlignedWords<2>(buf + offset);
+    CheckAlignedWords<3>(buf + offset);
+    CheckAlignedWords<5>(buf + offset);
+    CheckAlignedWords<8>(buf + offset);
+  }
 }
 
 // The instructions the device forms of Lookup16 use, as documented.
