@@ -142,11 +142,12 @@ constexpr uint32_t TableWord(const Table& t, int k) {
 // written over a permute primitive P::Perm so that the test runs it on the host
 // with an emulation of the instruction:
 //   Lookup16ByNibbles (CUDA's __byte_perm(x, y, s), PRMT): lane n of the
-//     result is byte (s >> 4n) & 7 of the 8 bytes x, y (x the low four);
+//     result is byte (s >> 4n) & 7 of the 8 bytes x, y (x the low four): bit 3
+//     of each selector nibble and bits 16..31 are ignored (libdevice's
+//     __nv_byte_perm);
 //   Lookup16ByBytes (AMD's v_perm_b32(a, b, s)): lane n is byte (s >> 8n) &
-//     0xFF of the 8 bytes b, a (b the low four); selectors 0..7 only.
-// Neither form ever sets a selector's bit 3 (both instructions give it other
-// meanings).
+//     0xFF of the 8 bytes b, a (b the low four); selectors 8 and up mean
+//     other things, so this form keeps them in 0..7.
 
 // Per 16 bits of w: look the 4 nibbles up in both table halves by their low
 // 3 bits, pick by bit 3 (lanes in nibble order: low, high, low, high); then
@@ -155,10 +156,9 @@ constexpr uint32_t TableWord(const Table& t, int k) {
 template <typename P>
 STRATA_DEV void Lookup16ByNibbles(uint32_t w, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t t3, uint32_t& lo,
                                   uint32_t& hi) {
-  const uint32_t idx = w & 0x77777777u;
-  const uint32_t pick = 0x32103210u | ((w & 0x88888888u) >> 1);
-  const uint32_t a = P::Perm(P::Perm(t0, t1, idx), P::Perm(t2, t3, idx), pick & 0xFFFFu);
-  const uint32_t b = P::Perm(P::Perm(t0, t1, idx >> 16), P::Perm(t2, t3, idx >> 16), pick >> 16);
+  const uint32_t pick = 0x32103210u | ((w & 0x88888888u) >> 1);  // n, or n + 4 (the high half) for bit 3
+  const uint32_t a = P::Perm(P::Perm(t0, t1, w), P::Perm(t2, t3, w), pick);
+  const uint32_t b = P::Perm(P::Perm(t0, t1, w >> 16), P::Perm(t2, t3, w >> 16), pick >> 16);
   lo = P::Perm(a, b, 0x6420u);
   hi = P::Perm(a, b, 0x7531u);
 }
