@@ -166,10 +166,12 @@ int CheckRow(const TypeCase& c, const uint8_t* row, int64_t n_blocks, const std:
       }
       for (int i = 16 * h; i < 16 * h + 16; ++i) xsum += x[static_cast<size_t>(32 * j + i)];
       dot += sub.scale[h] * static_cast<float>(isum) + sub.offset[h] * static_cast<float>(xsum);
-      magnitude += std::fabs(static_cast<double>(sub.scale[h]) * isum) + std::fabs(static_cast<double>(sub.offset[h]) * xsum);
+      magnitude += std::fabs(static_cast<double>(sub.scale[h]) * isum) +
+                   std::fabs(static_cast<double>(sub.offset[h]) * xsum);
     }
     for (int i = 0; i < 32; ++i) {
-      const double term = static_cast<double>(ref[static_cast<size_t>(32 * j + i)]) * x[static_cast<size_t>(32 * j + i)];
+      const size_t e = static_cast<size_t>(32 * j + i);
+      const double term = static_cast<double>(ref[e]) * x[e];
       ref_dot += term;
       magnitude += std::fabs(term);
     }
@@ -306,7 +308,8 @@ TEST_P(GpuQuantDecode, EdgeScalesMatchReference) {
   for (size_t field : fields.bytes)
     for (int v = 0; v < 256 && failures == 0; ++v) {
       testing::FillRandomBlocks(static_cast<GgmlType>(c.id), kBlocks, rng, buf.data());
-      for (int64_t b = 0; b < kBlocks; ++b) buf[static_cast<size_t>(b * c.block_bytes) + field] = static_cast<uint8_t>(v);
+      for (int64_t b = 0; b < kBlocks; ++b)
+        buf[static_cast<size_t>(b * c.block_bytes) + field] = static_cast<uint8_t>(v);
       char what[64];
       std::snprintf(what, sizeof what, "scale byte %zu = 0x%02x", field, v);
       failures += CheckRow(c, buf.data(), kBlocks, RandomInt8(rng, kBlocks * c.block_elems), what);
@@ -353,7 +356,8 @@ TEST(GpuQuantDecodeFloats, LoadFloatAndDecodeFloat32MatchReference) {
     for (int64_t j = 0; j < kN / 32; ++j) {
       float out[32];
       fc.as_float(row, j, out);
-      for (int i = 0; i < 32; ++i) EXPECT_TRUE(SameFloat(out[i], ref[32 * j + i])) << fc.id << " element " << 32 * j + i;
+      for (int i = 0; i < 32; ++i)
+        EXPECT_TRUE(SameFloat(out[i], ref[32 * j + i])) << fc.id << " element " << 32 * j + i;
     }
   }
 }
@@ -362,10 +366,9 @@ TEST(GpuQuantDecodeFloats, LoadFloatAndDecodeFloat32MatchReference) {
 // results for every input.
 TEST(GpuQuantDecodeScales, ConversionsMatchFpConvert) {
   for (int v = 0; v < 256; ++v) {
-    EXPECT_TRUE(SameFloat(g::decode::E8M0HalfToFloat(static_cast<uint32_t>(v)), E8M0ToFp32Half(static_cast<uint8_t>(v))))
-        << "E8M0 " << v;
-    EXPECT_TRUE(SameFloat(g::decode::Ue4m3ToFloat(static_cast<uint32_t>(v)), Ue4m3ToFp32(static_cast<uint8_t>(v))))
-        << "UE4M3 " << v;
+    const auto byte = static_cast<uint8_t>(v);
+    EXPECT_TRUE(SameFloat(g::decode::E8M0HalfToFloat(byte), E8M0ToFp32Half(byte))) << "E8M0 " << v;
+    EXPECT_TRUE(SameFloat(g::decode::Ue4m3ToFloat(byte), Ue4m3ToFp32(byte))) << "UE4M3 " << v;
   }
   for (uint32_t h = 0; h < 0x10000; ++h)
     ASSERT_TRUE(SameFloat(g::HalfToFloat(static_cast<uint16_t>(h)), Fp16ToFp32(static_cast<uint16_t>(h)))) << h;

@@ -511,8 +511,8 @@ STRATA_DEV void DecodeSub32<wt::kQ1_0>(const uint8_t* row, int64_t j, Sub32& out
   using B = ::strata::BlockQ1_0;
   const uint8_t* b = decode::BlockOf<B>(row, j, 4);
   const uint32_t bits = decode::LoadWord(b + offsetof(B, qs) + 4 * decode::SubIndex(j, 4));
-  for (int k = 0; k < 8; ++k)
-    out.q[k] = static_cast<int32_t>(decode::SubBytes(decode::SpreadBits4(bits >> (4 * k)) << 1, 0x01010101u));  // 2b - 1
+  for (int k = 0; k < 8; ++k)  // 2 bit - 1
+    out.q[k] = static_cast<int32_t>(decode::SubBytes(decode::SpreadBits4(bits >> (4 * k)) << 1, 0x01010101u));
   const float d = decode::HalfAt(b + offsetof(B, d));
   decode::SetScales(out, d, d);
 }
@@ -840,7 +840,8 @@ STRATA_DEV void DecodeSub32<wt::kIQ1_M>(const uint8_t* row, int64_t j, Sub32& ou
   const float d = HalfToFloat(static_cast<uint16_t>((sc[0] >> 12 & 0x000Fu) | (sc[0] >> 24 & 0x00F0u) |
                                                     (sc[1] >> 4 & 0x0F00u) | (sc[1] >> 16 & 0xF000u)));
   const uint32_t mine = (s < 4 ? sc[0] : sc[1]) >> (16 * ((s >> 1) & 1) + 6 * (s & 1));
-  const float dl0 = d * static_cast<float>(2 * (mine & 7u) + 1), dl1 = d * static_cast<float>(2 * ((mine >> 3) & 7u) + 1);
+  const float dl0 = d * static_cast<float>(2 * (mine & 7u) + 1);
+  const float dl1 = d * static_cast<float>(2 * ((mine >> 3) & 7u) + 1);
   decode::SetScales(out, dl0 * 0.125f, dl1 * 0.125f);
 }
 
