@@ -35,6 +35,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/quant/fp_convert.h"
+
 #ifndef STRATA_SGPU_WARP_SIZE
 #define STRATA_SGPU_WARP_SIZE 32
 #endif
@@ -125,8 +127,11 @@ float AtomicAdd(float* p, float v);
 int AtomicAdd(int* p, int v);
 uint32_t AtomicAdd(uint32_t* p, uint32_t v);
 
-float HalfToFloat(uint16_t h);
-uint16_t FloatToHalf(float f);
+// Pure functions, inline here so that plain device functions (the weight
+// decoders) run on the host without the software GPU's runtime: the CPU's
+// exact conversions.
+inline float HalfToFloat(uint16_t h) { return ::strata::Fp16ToFp32(h); }
+inline uint16_t FloatToHalf(float f) { return ::strata::Fp32ToFp16(f); }
 
 // Registers a kernel (STRATA_KERNEL, host mode) under its name and the warp
 // size it was compiled for. `entry` runs one thread of it on its argument
