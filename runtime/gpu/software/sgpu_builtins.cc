@@ -1,9 +1,8 @@
-// The software GPU's atomics and half-precision conversions (sgpu.h).
+// The software GPU's atomics (sgpu.h; the half conversions are inline there).
 
 #include <atomic>
 
 #include "runtime/gpu/software/sgpu.h"
-#include "runtime/quant/fp_convert.h"
 
 namespace strata::sgpu {
 
@@ -14,9 +13,5 @@ int AtomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v, std:
 uint32_t AtomicAdd(uint32_t* p, uint32_t v) {
   return std::atomic_ref<uint32_t>(*p).fetch_add(v, std::memory_order_relaxed);
 }
-
-float HalfToFloat(uint16_t h) { return Fp16ToFp32(h); }
-// Round to nearest even, as __float2half_rn.
-uint16_t FloatToHalf(float f) { return Fp32ToFp16(f); }
 
 }  // namespace strata::sgpu
