@@ -25,6 +25,7 @@ class FastModelBackend : public CpuBackend {
   uint64_t SyncWaitNs() const override { return b_->SyncWaitNs(); }
   std::string name() const override { return b_->name(); }
   std::vector<std::string> Notes() const override { return notes_; }
+  bool CanMultiply(GgmlType type) const override { return b_->CanMultiply(type); }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
   uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
     return b_->BatchScratchBytes(type, cols, n);
