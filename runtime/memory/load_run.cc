@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/base/strings.h"
+#include "runtime/memory/plan_format.h"
 #include "runtime/model/backend_factory.h"
 
 namespace strata {
@@ -31,6 +32,7 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
     backend = MakeBackend(*run.model, BackendKind::kReference, o.threads);
   }
   if (!backend.ok()) return backend.status();
+  run.host_engine = backend->get();  // a CPU backend is its own CPU engine
   run.backend = std::move(*backend);
   for (const std::string& note : run.backend->Notes()) std::fprintf(stderr, "%s: %s\n", o.who.c_str(), note.c_str());
 
@@ -43,16 +45,28 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   return run;
 }
 
+Result<CpuBackend*> HostTierEngine(const LoadedRun& run) {
+  if (run.host_engine) return run.host_engine;
+  return Unsupported(StrFormat("the host expert tier beside the %s backend needs a CPU engine of its own, which "
+                               "this build does not make yet: run without --expert-device",
+                               run.backend->name().c_str()));
+}
+
 Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
                                                     const RunShape& shape, bool plan_only, const std::string& who) {
   auto planned = std::make_unique<PlannedRun>();
   STRATA_ASSIGN_OR_RETURN(planned->setup, PlanRun(*run.pack, *run.model, *run.backend, memory, shape));
   if (plan_only) return planned;
-  if (!planned->setup.plan.Fits()) return ResourceExhausted(FormatRefusal(planned->setup.plan));
-  std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(planned->setup.plan).c_str());
-  STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, planned->setup));
+  const MemoryPlan& plan = planned->setup.plan;
+  if (!plan.Fits()) return ResourceExhausted(FormatRefusal(plan));
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(plan).c_str());
+  CpuBackend* host_engine = nullptr;
+  if (plan.Find(PlanItem::kExpertSlots)) {
+    STRATA_ASSIGN_OR_RETURN(host_engine, HostTierEngine(run));
+  }
+  STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, host_engine, planned->setup));
   planned->memory.emplace(std::move(mem));
-  const CpuBackend::LargePageCounts& lp = run.backend->large_pages();
+  const Backend::LargePageCounts lp = run.backend->large_pages();
   std::string large = planned->setup.large_pages;
   if (run.backend->large_page_bytes())
     large = StrFormat("large pages: %llu buffer%s, %s%s", static_cast<unsigned long long>(lp.buffers),

@@ -20,9 +20,12 @@
 // renormalization, the selected experts' SwiGLU, weighted sum), the shared
 // expert with its gate, and the output head (final norm, logits, download).
 //
-// A backend also says how much its scratch and large pages take, for the
-// memory plan (docs/memory-plan.md), and runs an expert of the device tier
-// from a buffer of its own (SlotSwiGlu).
+// A backend also answers the memory plan (docs/memory-plan.md): where its
+// buffers live (BufferPlace: host RAM or a device), how much a pass's
+// workspace, its scratch and its copy of the weights take, and lines of its
+// own (AddPlanLines). And it holds the device tier of the expert pool
+// (runtime/experts/expert_slots.h): the slots are its memory (Allocate,
+// Upload), and an expert runs from a slot through SlotSwiGlu.
 //
 // CpuBackend implements every op on host memory, over a matrix engine
 // (MatMul, ParallelFor, attention inner loops) that FastBackend and
@@ -45,6 +48,7 @@
 #include "runtime/model/kernel_coverage.h"
 #include "runtime/model/model.h"
 #include "runtime/model/pass.h"
+#include "runtime/model/plan_line.h"
 #include "runtime/model/sequence_state.h"
 #include "runtime/model/workspace.h"
 
@@ -107,6 +111,27 @@ class Backend {
   // Whether it has a kernel for matrices of this type: MakeBackend refuses a
   // model with a matrix it cannot multiply, and the device tier an expert.
   virtual bool CanMultiply(GgmlType type) const = 0;
+
+  // --- where its memory is, for the memory plan -------------------------------
+  // Where every buffer this backend makes lives: Allocate, CreateState,
+  // CreateWorkspace, its own copy of the weights (ResidentWeightBytes), its
+  // scratch. The plan places those lines there and counts them against that
+  // place's budget. Default: the host heap (the CPU backends, sim).
+  virtual MemoryPlace BufferPlace() const { return MemoryPlace::Heap(); }
+  // Bytes free now on the device BufferPlace names, as the device reports
+  // them: the plan's budget for it (less --reserve) when --vram-budget does
+  // not give one. 0: unknown (a backend made for planning only, or memory
+  // that is host RAM).
+  virtual uint64_t DeviceFreeBytes() const { return 0; }
+  // Appends, placed, the lines of memory only this backend takes (a device's
+  // module image, its driver context: PlanItem::kModuleImage,
+  // kDriverContext) for a run whose largest pass is `largest`. Default: none.
+  virtual void AddPlanLines(const Model& /*model*/, const PassShape& /*largest*/,
+                            std::vector<PlanLine>* /*lines*/) const {}
+  // Host memory its uploads pass through (pinned staging buffers for
+  // asynchronous copies) for uploads of up to `largest_upload` bytes: the
+  // plan's "staging buffers" line. Default 0: it copies from the caller's memory.
+  virtual uint64_t StagingBytes(uint64_t /*largest_upload*/) const { return 0; }
 
   // --- scratch of its matrix products -----------------------------------------
   // Bytes a product of n activation rows with a matrix of this type and
@@ -183,7 +208,7 @@ class Backend {
   // Ends the pass BeginPass started (releases what it took), whether its ops succeeded or not.
   virtual void EndPass() = 0;
 
-  // --- the device tier's op (runtime/experts/) -------------------
+  // --- the device tier's op (runtime/experts/expert_slots.h) -------------------
   // y = down(silu(gate x) * up x) for m rows, the three matrices of `w` in
   // `weights` and the gate and up outputs in `scratch` (both buffers of this
   // backend; scratch of at least 2 x m x w.gate.rows floats). x (m x

@@ -24,6 +24,7 @@
 #include "runtime/chat/chat_template.h"
 #include "runtime/memory/load_run.h"
 #include "runtime/memory/memory_plan.h"
+#include "runtime/memory/plan_format.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/pack/pack_reader.h"
