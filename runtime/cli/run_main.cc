@@ -315,7 +315,8 @@ LoadOptions LoadOptionsFrom(const RunOptions& o) {
   lo.verify = o.verify;
   lo.threads = o.threads;
   lo.decode_copies = o.decode_copies;
-  lo.backend = o.backend_kind;
+  lo.backend = o.backend;
+  lo.plan_only = o.memory.plan;
   lo.n_ctx = o.n_ctx;
   return lo;
 }

@@ -18,22 +18,28 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
   run.model = std::make_unique<Model>(std::move(model));
 
-  const BackendKind kind = o.backend;
-  auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, kind);
+  STRATA_ASSIGN_OR_RETURN(const BackendKind* kind, ParseBackendKind(o.backend));
+  auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, *kind);
   if (!switched.ok()) return switched.status().WithContext("--decode-copies");
   if (*switched > 0)
     std::fprintf(stderr, "%s: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", o.who.c_str(),
                  *switched, o.decode_copies.c_str());
 
-  auto backend = MakeBackend(*run.model, kind, o.threads);
-  if (!backend.ok() && kind == BackendKind::kFast && o.fall_back_to_reference) {
-    std::fprintf(stderr, "%s: note: the fast backend is not available (%s); running on the reference backend, "
-                 "which is much slower\n", o.who.c_str(), backend.status().message().c_str());
-    backend = MakeBackend(*run.model, BackendKind::kReference, o.threads);
+  BackendOptions bo;
+  bo.kind = std::string(kind->name);
+  bo.threads = o.threads;
+  bo.plan_only = o.plan_only;
+  auto made = MakeBackend(*run.model, bo);
+  if (!made.ok() && o.allow_fall_back && !kind->fall_back_to.empty()) {
+    std::fprintf(stderr, "%s: note: the %s backend is not available (%s); running on the %s backend, which is "
+                 "much slower\n", o.who.c_str(), std::string(kind->name).c_str(), made.status().message().c_str(),
+                 std::string(kind->fall_back_to).c_str());
+    bo.kind = std::string(kind->fall_back_to);
+    made = MakeBackend(*run.model, bo);
   }
-  if (!backend.ok()) return backend.status();
-  run.host_engine = backend->get();  // a CPU backend is its own CPU engine
-  run.backend = std::move(*backend);
+  if (!made.ok()) return made.status();
+  run.backend = std::move(made->backend);
+  run.host_engine = made->cpu;
   for (const std::string& note : run.backend->Notes()) std::fprintf(stderr, "%s: %s\n", o.who.c_str(), note.c_str());
 
   const HParams& hp = run.model->hp();

@@ -33,10 +33,13 @@ struct LoadOptions {
   bool verify = false;                  // verify every blob's checksum at load
   int threads = 0;                      // backend threads (and checksum threads); 0: all cores
   std::string decode_copies = "auto";   // --decode-copies auto|native|copies
-  BackendKind backend = BackendKind::kFast;  // --backend cpu|reference|sim
-  // When the fast backend cannot be made: run on the reference backend (the
-  // server's choice, with a note) instead of failing (strata-run's).
-  bool fall_back_to_reference = false;
+  std::string backend = "cpu";          // --backend: a name of the backend table (backend_factory.h)
+  // --plan: the backend only answers the plan's questions (BackendOptions::plan_only).
+  bool plan_only = false;
+  // When the backend cannot be made: run on the one its table entry falls
+  // back to (cpu: reference), with a note (the server's choice), instead of
+  // failing (strata-run's).
+  bool allow_fall_back = false;
   int64_t n_ctx = 0;                    // positions; 0: the training context, at most 4096
   std::string who = "strata-run";       // prefix of the notes printed to stderr
 };

@@ -106,7 +106,7 @@ struct ServingParts {
 Result<ServingParts> LoadForServing(const ServeOptions& o) {
   ServingParts parts;
   LoadOptions lo = o.load;
-  lo.fall_back_to_reference = true;
+  lo.allow_fall_back = true;
   lo.who = "strata serve";
   STRATA_ASSIGN_OR_RETURN(parts.loaded, LoadRun(lo));
   const Pack& pack = *parts.loaded.pack;
