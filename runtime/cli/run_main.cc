@@ -25,7 +25,6 @@
 #include "runtime/memory/load_run.h"
 #include "runtime/memory/plan_format.h"
 #include "runtime/memory/run_memory.h"
-#include "runtime/model/backend_factory.h"
 #include "runtime/model/generator.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"

@@ -1,8 +1,10 @@
 #include "runtime/cli/run_options.h"
 
-#include "runtime/model/forward.h"
+#include <span>
 
 #include "runtime/base/strings.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/model/forward.h"
 
 namespace strata {
 

@@ -9,7 +9,6 @@
 
 #include "runtime/base/status.h"
 #include "runtime/cli/memory_flags.h"
-#include "runtime/model/backend_factory.h"
 #include "runtime/model/pass.h"
 #include "runtime/model/sampler.h"
 

@@ -21,8 +21,8 @@
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/experts/expert_cache.h"
-#include "runtime/experts/expert_slots.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/expert_slots.h"
 #include "runtime/model/forward.h"
 
 namespace strata {
