@@ -20,7 +20,6 @@
 #include <regex>
 
 #include "runtime/base/fault_injection.h"
-#include "runtime/experts/cpu_expert_device.h"
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/fast_backend.h"
@@ -142,12 +141,13 @@ TEST(FaultsInProcess, AFailedUploadLeavesNoStaleSlot) {
   ASSERT_TRUE(run(nullptr, &expect).ok());
   int failures = 0;
   for (uint32_t skip = 0; skip < 200; ++skip) {
-    auto dev = CpuExpertDevice::Create({});
+    auto dev = FastBackend::Create({});  // the simulated device
     ASSERT_TRUE(dev.ok());
     TierOptions t;
     t.slots = 4;
     t.policy = CachePolicy::kLru;
-    auto ex = TieredExpertExecutor::Create(model, **host, dev->get(), nullptr, t);
+    const TierDevice device{dev->get(), "simulated", MemoryPlace::Device(0), true};
+    auto ex = TieredExpertExecutor::Create(model, **host, device, nullptr, t);
     ASSERT_TRUE(ex.ok());
     ArmFault(FaultSite::kDeviceUpload, skip);
     std::vector<float> got;
@@ -185,7 +185,7 @@ TEST(FaultsInProcess, EveryAllocationOfARunsSetupFailsCleanly) {
       auto setup = PlanRun(*m->pack, *m->model, **host, mo, shape);
       ASSERT_TRUE(setup.ok());
       ArmFault(site, skip);
-      auto mem = AllocateRun(*m->model, **host, *setup);
+      auto mem = AllocateRun(*m->model, **host, host->get(), *setup);
       DisarmAllFaults();
       if (mem.ok()) break;
       ++fired;

@@ -127,8 +127,8 @@ TEST(MakeBackend, RefusesAMatrixItCannotMultiplyNamingIt) {
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   const std::unique_ptr<Pack>& pack = opened->pack;
   const std::unique_ptr<Model>& model = opened->model;
-  for (BackendKind kind : {BackendKind::kFast, BackendKind::kReference})
-    EXPECT_TRUE(MakeBackend(*model, kind, 1).ok());
+  for (const char* kind : {"cpu", "reference"})
+    EXPECT_TRUE(MakeBackend(*model, {kind, 1, false}).ok()) << kind;
   // The same tensors with blk.1.ffn_down.weight recorded as I8, a type with
   // neither a kernel nor a dequantizer.
   std::vector<TensorView> views(pack->tensors().begin(), pack->tensors().end());
@@ -136,13 +136,42 @@ TEST(MakeBackend, RefusesAMatrixItCannotMultiplyNamingIt) {
     if (v.name == "blk.1.ffn_down.weight") v.type = GgmlType::kI8;
   auto edited = Model::FromTensors(Arch::kLlama, model->hp(), views, "edited");
   ASSERT_TRUE(edited.ok()) << edited.status().message();
-  for (BackendKind kind : {BackendKind::kFast, BackendKind::kReference}) {
-    auto be = MakeBackend(*edited, kind, 1);
+  for (const char* kind : {"cpu", "reference"}) {
+    auto be = MakeBackend(*edited, {kind, 1, false});
     ASSERT_FALSE(be.ok());
     EXPECT_EQ(be.status().code(), StatusCode::kUnsupported);
     EXPECT_NE(be.status().message().find("tensor 'blk.1.ffn_down.weight' is I8"), std::string::npos)
         << be.status().message();
   }
+}
+
+// The backend table: every kind is made by its name, is its own CPU engine
+// (all of this build's backends compute on the CPU), and plans the same
+// when made for planning only; an unknown name is refused with the choices.
+TEST(MakeBackend, EveryKindOfTheTableIsMadeByItsName) {
+  auto opened = testing::MakeSyntheticPack(Arch::kQwen3Moe, testing::ScratchDir("backend_table"), "m");
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  const Model& model = *opened->model;
+  ASSERT_EQ(BackendKinds().front().name, "cpu");  // the default first
+  for (const BackendKind& kind : BackendKinds()) {
+    SCOPED_TRACE(std::string(kind.name));
+    auto parsed = ParseBackendKind(kind.name);
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, &kind);
+    for (bool plan_only : {false, true}) {
+      auto made = MakeBackend(model, {std::string(kind.name), 1, plan_only});
+      ASSERT_TRUE(made.ok()) << made.status().message();
+      EXPECT_EQ(static_cast<Backend*>(made->cpu), made->backend.get());
+      EXPECT_EQ(made->backend->BufferPlace(), MemoryPlace::Heap());
+      EXPECT_EQ(made->backend->WeightPlacement(), kind.weights);
+    }
+  }
+  auto unknown = ParseBackendKind("gpu");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("expected cpu, reference or sim"), std::string::npos)
+      << unknown.status().message();
+  EXPECT_FALSE(MakeBackend(model, {"gpu", 1, false}).ok());
 }
 
 // The chunked and the sequential delta rule compute the same thing (up to

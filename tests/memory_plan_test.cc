@@ -28,6 +28,8 @@
 #include <regex>
 
 #include "runtime/base/platform.h"
+#include "runtime/memory/plan_format.h"
+#include "runtime/memory/plan_search.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
@@ -179,7 +181,7 @@ TEST_P(Workspaces, APassAllocatesNothingWithTheRunsWorkspace) {
   auto setup = PlanRun(*m.pack, model, **fast, mo, shape);
   ASSERT_TRUE(setup.ok()) << setup.status().message();
   ASSERT_TRUE(setup->plan.Fits());
-  auto mem = AllocateRun(model, **fast, *setup);
+  auto mem = AllocateRun(model, **fast, fast->get(), *setup);
   ASSERT_TRUE(mem.ok()) << mem.status().message();
   std::vector<float> logits;
   logits.reserve(model.hp().n_vocab);
@@ -226,7 +228,7 @@ TEST(Workspaces, TheMoeBatchesRunWithinThePlannedScratch) {
     RunShape shape{64, 64, (*fast)->threads(), false, 0};
     auto setup = PlanRun(*m->pack, model, **fast, mo, shape);
     ASSERT_TRUE(setup.ok()) << setup.status().message();
-    auto mem = AllocateRun(model, **fast, *setup);
+    auto mem = AllocateRun(model, **fast, fast->get(), *setup);
     ASSERT_TRUE(mem.ok()) << mem.status().message();
     std::vector<float> logits;
     logits.reserve(model.hp().n_vocab);
@@ -274,10 +276,9 @@ Measured Generate(const std::string& pack_path, const RunMemoryOptions& mo, int3
     auto setup = PlanRun(**pack, *model, **be, mo, shape);
     EXPECT_TRUE(setup.ok()) << setup.status().message();
     EXPECT_TRUE(setup->plan.Fits());
-    r.planned = setup->plan.Heap() + (setup->plan.device_in_host_ram ? setup->plan.Device() : 0);
-    for (const PlanLine& l : setup->plan.lines)
-      if (l.item.find("metadata") != std::string::npos) r.meta_line = l.bytes;
-    auto mem = AllocateRun(*model, **be, *setup);
+    r.planned = setup->plan.Heap() + setup->plan.DeviceInHostRam();
+    if (const PlanLine* meta = setup->plan.Find(PlanItem::kRuntimeMetadata)) r.meta_line = meta->bytes;
+    auto mem = AllocateRun(*model, **be, be->get(), *setup);
     EXPECT_TRUE(mem.ok()) << mem.status().message();
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (int i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((7 * i + 3) % 500 + 10);
@@ -400,15 +401,16 @@ TEST(Commit, PrivateBuffersMustFitTheCommitLimitMappedWeightsDoNot) {
   // the advice it gives (a smaller context, ...) makes it fit.
   PlanInputs in = setup->inputs;
   in.ram = RamBudgetFrom(&eight, 0, 0, true, charged / 2);
-  auto small = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+  auto small = PlanMemory(in);
   ASSERT_TRUE(small.ok());
   EXPECT_FALSE(small->Fits());
-  ASSERT_FALSE(small->advice.empty());
+  const std::vector<std::string> advised = PlanAdvice(in);
+  ASSERT_FALSE(advised.empty());
   std::smatch c;
-  const std::string advice = small->advice[0];
+  const std::string advice = advised[0];
   if (std::regex_search(advice, c, std::regex("^-c ([0-9]+)"))) {
     in.n_ctx = std::stoll(c[1].str());
-    auto fixed = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+    auto fixed = PlanMemory(in);
     ASSERT_TRUE(fixed.ok());
     EXPECT_TRUE(fixed->Fits()) << advice << "\n" << FormatPlan(*fixed);
   }
@@ -424,15 +426,13 @@ TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {
   PlanInputs in = setup->inputs;
   const uint64_t lp = 2ull << 20;
   in.large_page_bytes = lp;
-  auto with = PlanMemory(*f.m.pack, *f.m.model, *f.be, in);
+  auto with = PlanMemory(in);
   ASSERT_TRUE(with.ok());
-  uint64_t rounding = 0, workspace = 0;
-  bool found = false;
-  for (const PlanLine& l : with->lines) {
-    if (l.item == "large-page rounding") rounding = l.bytes, found = true;
-    if (l.item == "forward workspace") workspace = l.bytes;
-  }
-  ASSERT_TRUE(found) << FormatPlan(*with);
+  const PlanLine* rounding_line = with->Find(PlanItem::kLargePageRounding);
+  ASSERT_NE(rounding_line, nullptr) << FormatPlan(*with);
+  EXPECT_EQ(rounding_line->label, "large-page rounding");
+  const uint64_t rounding = rounding_line->bytes;
+  const uint64_t workspace = with->Find(PlanItem::kForwardWorkspace)->bytes;
   auto pad = [&](uint64_t b) { return b >= lp ? (b + lp - 1) / lp * lp - b : 0; };
   const uint64_t state = SequenceState::BytesFor(f.m.model->hp(), 4096);
   EXPECT_EQ(rounding, pad(state) + pad(workspace));
@@ -481,12 +481,14 @@ TEST(KvTypes, ThePlanSizesTheCacheByTypeAndTheStatesFollow) {
     RunShape shape{256, 8, 1, false, 0};
     auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
     ASSERT_TRUE(setup.ok()) << setup.status().message();
-    for (const PlanLine& l : setup->plan.lines)
-      if (l.item == "KV cache (" + std::string(KvTypeName(t)) + ")") kv_bytes[t] = l.bytes;
+    const PlanLine* kv = setup->plan.Find(PlanItem::kKvCache);
+    ASSERT_NE(kv, nullptr);
+    EXPECT_EQ(kv->label, "KV cache (" + std::string(KvTypeName(t)) + ")");
+    kv_bytes[t] = kv->bytes;
     EXPECT_EQ(kv_bytes[t], 2 * (SequenceState::BytesFor(hp, 256, t) - SequenceState::RecurrentBytesFor(hp)))
         << FormatPlan(setup->plan);
     EXPECT_THAT(setup->plan.shape, HasSubstr("KV cache " + std::string(KvTypeName(t))));
-    auto mem = AllocateRun(*f.m.model, *f.be, *setup);
+    auto mem = AllocateRun(*f.m.model, *f.be, f.be.get(), *setup);
     ASSERT_TRUE(mem.ok()) << mem.status().message();
     ASSERT_EQ(mem->states.size(), 2u);
     EXPECT_EQ(mem->states[0].kv_type, t);

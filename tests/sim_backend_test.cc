@@ -253,17 +253,13 @@ TEST(SimBackend, ThePlanCountsItsCopyOfTheWeightsAndARunFitsIt) {
   auto with_copy = PlanRun(*m->pack, model, **sim, mo, shape);
   auto without = PlanRun(*m->pack, model, *cpu, mo, shape);
   ASSERT_TRUE(with_copy.ok() && without.ok());
-  auto copy_line = [](const MemoryPlan& p) -> const PlanLine* {
-    for (const PlanLine& l : p.lines)
-      if (l.item == "weights: the backend's own copy") return &l;
-    return nullptr;
-  };
+  auto copy_line = [](const MemoryPlan& p) { return p.Find(PlanItem::kBackendWeights); };
   ASSERT_NE(copy_line(with_copy->plan), nullptr);
   EXPECT_EQ(copy_line(with_copy->plan)->bytes, (*sim)->transfers().weight_bytes);
   EXPECT_EQ(copy_line(without->plan), nullptr);
   EXPECT_EQ(with_copy->plan.Heap(), without->plan.Heap() + (*sim)->transfers().weight_bytes);
   // The planned workspace and states are the sim's: a planned run works.
-  auto mem = AllocateRun(model, **sim, *with_copy);
+  auto mem = AllocateRun(model, **sim, sim->get(), *with_copy);
   ASSERT_TRUE(mem.ok()) << mem.status().message();
   ASSERT_EQ(mem->states.size(), 1u);
   EXPECT_EQ(mem->states[0].backend(), sim->get());

@@ -11,14 +11,15 @@
 #include <fstream>
 #include <set>
 
-#include "runtime/experts/cpu_expert_device.h"
 #include "runtime/experts/expert_cache.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/expert_slots.h"
 #include "runtime/pack/expert_profile.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
+#include "runtime/model/sim_backend.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/synthetic_pack.h"
 #include "tests/testing/synthetic_routing.h"
@@ -348,17 +349,19 @@ TEST_P(TieredEqualsUntiered, EverySlotCountPinningPolicyAndBatch) {
   };
   for (const Case& c : cases) {
     for (size_t chunk : {prompt.size(), size_t{1}, size_t{4}}) {
-      CpuExpertDevice::Options dopt;
+      // The simulated device: a CPU backend of its own.
+      FastBackend::Options dopt;
       dopt.threads = c.device_threads;
-      auto dev = CpuExpertDevice::Create(dopt);
+      auto dev = FastBackend::Create(dopt);
       ASSERT_TRUE(dev.ok());
+      const TierDevice device{dev->get(), "simulated", MemoryPlace::Device(0), true};
       TierOptions t;
       t.slots = c.slots;
       t.pinned = c.pinned;
       t.policy = c.policy;
       t.per_layer = c.per_layer;
       t.max_rows = static_cast<int64_t>(prompt.size());
-      auto ex = TieredExpertExecutor::Create(model, **host, dev->get(), c.hotness ? &*hot : nullptr, t);
+      auto ex = TieredExpertExecutor::Create(model, **host, device, c.hotness ? &*hot : nullptr, t);
       ASSERT_TRUE(ex.ok()) << ex.status().message();
       const std::vector<float> got = RunLogits(model, **host, ex->get(), prompt, chunk, 12);
       const std::string what = StrFormat("%d slots, %d pinned, %s, chunk %zu", c.slots, c.pinned,
@@ -389,7 +392,7 @@ TEST_F(WithModel, DeviceSlotsKeepZeroPaddingAndRefuseBadUse) {
     s.type_by_role = {{TensorRole::kFfnDownExps, GgmlType::kQ4_K}};
   });
   const Model& model = *m_.model;
-  auto dev = CpuExpertDevice::Create({});
+  auto dev = FastBackend::Create({});
   ASSERT_TRUE(dev.ok());
   const SlotLayout layout = ExpertSlotLayout(model, false);
   for (int i = 0; i < 3; ++i) {
@@ -398,22 +401,40 @@ TEST_F(WithModel, DeviceSlotsKeepZeroPaddingAndRefuseBadUse) {
       EXPECT_GE(layout.offset[i], layout.offset[i - 1] + layout.capacity[i - 1] + kSlotPadding);
     }
   }
-  ASSERT_TRUE((*dev)->AllocateSlots(model, 2, layout, 4).ok());
+  const TierDevice device{dev->get(), "simulated", MemoryPlace::Device(0), true};
+  auto slots = ExpertSlots::Create(device, model, 2, layout, 4);
+  ASSERT_TRUE(slots.ok()) << slots.status().message();
   std::vector<float> x(4 * model.hp().n_embd, 0.1f), y(x.size());
-  Status empty = (*dev)->Run(1, x.data(), 1, y.data());
+  Status empty = slots->Run(1, x.data(), 1, y.data());
   EXPECT_EQ(empty.code(), StatusCode::kInternal);
   EXPECT_THAT(empty.message(), HasSubstr("holds no expert"));
   auto w = HostExpertWeights(model, 0, 3, false);
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ((*dev)->Upload(5, *w).code(), StatusCode::kInternal);  // no such slot
-  ASSERT_TRUE((*dev)->Upload(1, *w).ok());
-  EXPECT_EQ((*dev)->Run(1, x.data(), 5, y.data()).code(), StatusCode::kInternal);  // more rows than planned
-  EXPECT_TRUE((*dev)->Run(1, x.data(), 4, y.data()).ok());
+  EXPECT_EQ(slots->Upload(5, *w).code(), StatusCode::kInternal);  // no such slot
+  ASSERT_TRUE(slots->Upload(1, *w).ok());
+  EXPECT_EQ(slots->Run(1, x.data(), 5, y.data()).code(), StatusCode::kInternal);  // more rows than planned
+  // A run from a slot is the backend's SlotSwiGlu: the rows cross its seam, counted.
+  const TransferCounts before = (*dev)->transfers();
+  EXPECT_TRUE(slots->Run(1, x.data(), 4, y.data()).ok());
+  const uint64_t rows_bytes = 4 * model.hp().n_embd * sizeof(float);
+  EXPECT_EQ((*dev)->transfers().up_bytes - before.up_bytes, rows_bytes);
+  EXPECT_EQ((*dev)->transfers().down_bytes - before.down_bytes, rows_bytes);
   // The same result as the host path.
   std::vector<float> ref(y.size());
   auto host = FastBackend::Create({});
   ASSERT_TRUE(RunExpertOnBackend(model, **host, 0, 3, x.data(), 4, ref.data()).ok());
   EXPECT_EQ(std::memcmp(ref.data(), y.data(), y.size() * sizeof(float)), 0);
+  // And on the sim backend, whose memory is closed outside its ops: the
+  // slots are its memory, reached only through Upload and SlotSwiGlu.
+  auto engine = FastBackend::Create({});
+  ASSERT_TRUE(engine.ok());
+  SimBackend sim(std::move(*engine));
+  auto guarded = ExpertSlots::Create({&sim, "sim", MemoryPlace::Device(0), true}, model, 2, layout, 4);
+  ASSERT_TRUE(guarded.ok()) << guarded.status().message();
+  ASSERT_TRUE(guarded->Upload(0, *w).ok());
+  std::vector<float> on_sim(y.size());
+  ASSERT_TRUE(guarded->Run(0, x.data(), 4, on_sim.data()).ok());
+  EXPECT_EQ(std::memcmp(ref.data(), on_sim.data(), y.size() * sizeof(float)), 0);
 }
 
 TEST(SyntheticRouting, SkewAndLocalityAreWhatTheSpecSays) {

@@ -340,12 +340,13 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
   CheckResult probe;
   probe.name = "probe-replay";
   auto model = Model::Create(p);
-  auto backend = model.ok() ? MakeBackend(*model, BackendKind::kFast, options.threads)
-                            : Result<std::unique_ptr<CpuBackend>>(model.status());
+  BackendOptions bo;
+  bo.threads = options.threads;
+  auto backend = model.ok() ? MakeBackend(*model, bo) : Result<MadeBackend>(model.status());
   if (!backend.ok()) {
     probe.detail = backend.status().message();
   } else {
-    auto replay = ReplayProbe(*model, **backend, ProbeFromManifest(*m.probe()));
+    auto replay = ReplayProbe(*model, *backend->backend, ProbeFromManifest(*m.probe()));
     if (!replay.ok()) {
       probe.detail = replay.status().message();
     } else {

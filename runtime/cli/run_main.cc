@@ -23,8 +23,8 @@
 #include "runtime/cli/run_options.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/memory/load_run.h"
+#include "runtime/memory/plan_format.h"
 #include "runtime/memory/run_memory.h"
-#include "runtime/model/backend_factory.h"
 #include "runtime/model/generator.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
@@ -110,7 +110,7 @@ struct RunContext {
 
 int64_t BenchGenerated(const RunOptions& o) { return o.n_predict < 0 ? 128 : o.n_predict; }
 
-int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const RunContext& rc) {
+int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunContext& rc) {
   const int64_t n_prompt = o.bench_prompt, n_gen = BenchGenerated(o);
   SequenceState* state = rc.state;
   std::mt19937 rng(1234);
@@ -227,7 +227,7 @@ int Bench(const Model& model, CpuBackend& backend, const RunOptions& o, const Ru
   return kExitOk;
 }
 
-int Chat(const Model& model, CpuBackend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
+int Chat(const Model& model, Backend& backend, const tokenizer::Tokenizer& tok, const RunOptions& o,
          const RunContext& rc) {
   auto tmpl = ChatTemplate::FromVocab(tok.vocab());
   if (!tmpl.ok()) return Fail(tmpl.status());
@@ -314,7 +314,8 @@ LoadOptions LoadOptionsFrom(const RunOptions& o) {
   lo.verify = o.verify;
   lo.threads = o.threads;
   lo.decode_copies = o.decode_copies;
-  lo.backend = o.backend_kind;
+  lo.backend = o.backend;
+  lo.plan_only = o.memory.plan;
   lo.n_ctx = o.n_ctx;
   return lo;
 }
@@ -390,7 +391,7 @@ int Main(int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status());
   const std::unique_ptr<Pack>& pack = loaded->pack;
   const std::unique_ptr<Model>& model = loaded->model;
-  const std::unique_ptr<CpuBackend>& backend = loaded->backend;
+  const std::unique_ptr<Backend>& backend = loaded->backend;
   o.n_ctx = loaded->n_ctx;
 
   // The memory plan, before anything large is allocated: refuse to start

@@ -1,8 +1,10 @@
 #include "runtime/cli/run_options.h"
 
-#include "runtime/model/forward.h"
+#include <span>
 
 #include "runtime/base/strings.h"
+#include "runtime/model/backend_factory.h"
+#include "runtime/model/forward.h"
 
 namespace strata {
 
@@ -31,9 +33,12 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_flag("--ignore-eos", o.ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--special", o.parse_special, "parse special-token text (e.g. <|im_start|>) in the prompt");
   app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
-  app.add_option("--backend", o.backend,
-                 "cpu (default: SIMD kernels, threads), reference (plain dequantize-and-dot, one thread) or sim (the cpu "
-                 "kernels on memory the forward pass cannot touch, counting transfers: proves the execution seam; slow)");
+  std::string kinds;  // "cpu (what it is), reference (...) or sim (...)": the backend table
+  const std::span<const BackendKind> table = BackendKinds();
+  for (size_t i = 0; i < table.size(); ++i)
+    kinds += (i == 0 ? "" : i + 1 == table.size() ? " or " : ", ") + std::string(table[i].name) + " (" +
+             std::string(table[i].summary) + ")";
+  app.add_option("--backend", o.backend, kinds);
   app.add_flag("--reference", o.reference,
                "the same as --backend reference: the plain reference path (dequantized weights, float activations, "
                "no SIMD)");
@@ -100,12 +105,10 @@ Status RunOptions::Validate() {
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
   if (bench_depth < 0 || bench_depth > (1 << 20)) return InvalidArgument("--bench-depth: expected 0..1048576");
   STRATA_ASSIGN_OR_RETURN(delta_net_mode, ParseDeltaNetMode(delta_net));
-  auto kind = ParseBackendKind(backend);
-  if (!kind.ok())
-    return InvalidArgument("--backend '" + Printable(backend) +
-                           "': expected cpu, reference or sim (this build has no GPU backend)");
-  backend_kind = *kind;
-  if (reference) backend_kind = BackendKind::kReference;
+  if (!ParseBackendKind(backend).ok())
+    return InvalidArgument("--backend '" + Printable(backend) + "': expected " + BackendKindNames() +
+                           " (this build has no GPU backend)");
+  if (reference) backend = "reference";
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
         !logits_out.empty())

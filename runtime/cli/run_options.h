@@ -9,7 +9,6 @@
 
 #include "runtime/base/status.h"
 #include "runtime/cli/memory_flags.h"
-#include "runtime/model/backend_factory.h"
 #include "runtime/model/pass.h"
 #include "runtime/model/sampler.h"
 
@@ -30,8 +29,8 @@ struct RunOptions {
   bool ignore_eos = false;
   bool parse_special = false;
   bool print_ids = false;
-  bool reference = false;        // --reference: the same as --backend reference
-  std::string backend = "cpu";   // --backend cpu|reference|sim
+  bool reference = false;        // --reference: the same as --backend reference (Validate sets backend)
+  std::string backend = "cpu";   // --backend: a name of the backend table (backend_factory.h)
   std::string decode_copies = "auto";  // auto | native | copies (docs/experts.md)
   bool verify = false;
   std::string logits_out;
@@ -61,7 +60,6 @@ struct RunOptions {
   // Checks every option and fills the parsed forms below.
   Status Validate();
   DeltaNetMode delta_net_mode = DeltaNetMode::kSequential;  // from delta_net
-  BackendKind backend_kind = BackendKind::kFast;             // from backend and reference
 };
 
 void AddRunOptions(CLI::App& app, RunOptions& o);

@@ -22,13 +22,13 @@ uint64_t TieredExpertExecutor::HostScratchBytes(const HParams& hp, int64_t max_r
 }
 
 Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const Model& model, CpuBackend& host,
-                                                                           ExpertDevice* device,
+                                                                           const TierDevice& device,
                                                                            const ExpertHotness* hotness,
                                                                            const TierOptions& options) {
   const HParams& hp = model.hp();
   if (hp.n_expert == 0) return Internal("a tiered expert executor for a model without routed experts");
   TierOptions o = options;
-  if (!device) o.slots = 0;
+  if (!device.backend) o.slots = 0;
   if (o.slots < 0) return InvalidArgument(StrFormat("--expert-slots %d: expected 0 or more", o.slots));
   const int32_t all = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
   o.slots = std::min(o.slots, all);
@@ -53,9 +53,10 @@ Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const
   std::unique_ptr<TieredExpertExecutor> ex(new TieredExpertExecutor(model, host, device, cc, o));
   STRATA_ASSIGN_OR_RETURN(ex->host_scratch_,
                           AlignedBuffer::Allocate(HostScratchBytes(hp, o.max_rows), "the host expert tier's scratch"));
-  if (device && o.slots > 0) {
+  if (o.slots > 0) {
     const SlotLayout layout = ExpertSlotLayout(model, o.decode_copies);
-    STRATA_RETURN_IF_ERROR(device->AllocateSlots(model, o.slots, layout, o.max_rows));
+    STRATA_ASSIGN_OR_RETURN(ExpertSlots slots, ExpertSlots::Create(device, model, o.slots, layout, o.max_rows));
+    ex->slots_.emplace(std::move(slots));
   }
   STRATA_RETURN_IF_ERROR(ex->Fill(hotness));
   return ex;
@@ -68,7 +69,7 @@ Status TieredExpertExecutor::Fill(const ExpertHotness* hotness) {
   // run-time region, so the first tokens already hit.
   for (const auto& [key, slot] : FillFromHotness(cache_, *hotness, options_.warm)) {
     STRATA_ASSIGN_OR_RETURN(ExpertWeights w, HostExpertWeights(model_, key.layer, key.expert, options_.decode_copies));
-    Status s = device_->Upload(slot, w);
+    Status s = slots_->Upload(slot, w);
     if (!s.ok()) {
       cache_.Drop(slot);
       return s.WithContext(StrFormat("filling the device tier (expert %u of layer %d)", key.expert, key.layer));
@@ -87,12 +88,12 @@ Status TieredExpertExecutor::RunExpert(int32_t layer, uint32_t expert, const flo
                               static_cast<long long>(m), static_cast<long long>(options_.max_rows)));
   const ExpertKey key{layer, expert};
   const CacheAccess a = cache_.Access(key, static_cast<uint64_t>(m));
-  if (a.slot >= 0) return device_->Run(a.slot, x, m, y);
+  if (a.slot >= 0) return slots_->Run(a.slot, x, m, y);
   STRATA_RETURN_IF_ERROR(RunExpertOnBackend(model_, host_, layer, expert, x, m, y, options_.decode_copies,
                                             reinterpret_cast<float*>(host_scratch_.data())));
   if (a.upload >= 0) {
     STRATA_ASSIGN_OR_RETURN(ExpertWeights w, HostExpertWeights(model_, layer, expert, options_.decode_copies));
-    Status s = device_->Upload(a.upload, w);
+    Status s = slots_->Upload(a.upload, w);
     if (!s.ok()) {
       cache_.Drop(a.upload);  // the slot holds nothing valid now; it is never run from
       return s.WithContext(StrFormat("uploading expert %u of layer %d to the device tier", expert, layer));
@@ -106,11 +107,11 @@ std::string TieredExpertExecutor::Describe() const {
   std::string host = StrFormat("host tier: %s, reading %s", host_.name().c_str(),
                                options_.decode_copies ? "decode copies where the pack has them, else native blobs"
                                                       : "native blobs");
-  if (!device_ || c.slots == 0) return "device tier: none; " + host;
+  if (!slots_) return "device tier: none; " + host;
   std::string pins = c.pinned ? StrFormat("%d pinned (%d filled from %s)", c.pinned, pinned_filled_,
                                           hotness_source_.c_str())
                               : std::string("none pinned");
-  return StrFormat("device tier: %d slots on %s: %s, %d %s (%d warm); %s", c.slots, device_->name().c_str(),
+  return StrFormat("device tier: %d slots on %s: %s, %d %s (%d warm); %s", c.slots, device_.name.c_str(),
                    pins.c_str(), c.slots - c.pinned, std::string(CachePolicyName(c.policy)).c_str(), warm_filled_,
                    host.c_str());
 }

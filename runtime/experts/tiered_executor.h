@@ -1,13 +1,14 @@
 #pragma once
 // TieredExpertExecutor: runs routed experts from two tiers (the
 // ExpertExecutor of the forward pass, forward.h):
-//  * the device tier: a fixed number of expert slots on an ExpertDevice,
-//    filled at start with the hottest experts of the profile (pinned), plus a
-//    run-time region (ExpertCache: LRU or LFRU) for experts that turn hot
-//    during the session;
-//  * the host tier: everything else, on the host backend (the CPU expert
-//    pool, all its threads), reading the pack's native blobs or its Q8_0
-//    decode copies.
+//  * the device tier: a fixed number of expert slots in the memory of the
+//    backend that holds the tier (ExpertSlots, expert_slots.h), filled at
+//    start with the hottest experts of the profile (pinned), plus a run-time
+//    region (ExpertCache: LRU or LFRU) for experts that turn hot during the
+//    session;
+//  * the host tier: everything else, on a CPU engine (the CPU expert pool,
+//    all its threads: the run's own backend on a CPU run), reading the
+//    pack's native blobs or its Q8_0 decode copies.
 // A miss runs on the host; if the cache admits the expert, it is uploaded
 // into the slot the cache chose, for the tokens that follow.
 //
@@ -15,12 +16,13 @@
 // sized by the memory plan; RunExpert allocates nothing.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/experts/expert_cache.h"
-#include "runtime/experts/expert_device.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/expert_slots.h"
 #include "runtime/model/forward.h"
 
 namespace strata {
@@ -42,12 +44,13 @@ int32_t DefaultPinnedSlots(int32_t slots, bool have_hotness);
 class TieredExpertExecutor : public ExpertExecutor {
  public:
   // Allocates the host scratch and the device's slots, pins and uploads the
-  // hottest experts ("tier fill"). `device` and `hotness` may be null
-  // (no device: every expert on the host; no hotness: no pinned slots). Both
-  // must outlive the executor. Errors: allocation or upload failures, with
-  // what and how much; pinned > slots; a device without kernels for the types.
+  // hottest experts ("tier fill"). `host` runs the host tier. device.backend
+  // and `hotness` may be null (no device: every expert on the host; no
+  // hotness: no pinned slots). `host`, device.backend and `hotness` must
+  // outlive the executor. Errors: allocation or upload failures, with what
+  // and how much; pinned > slots; a device without kernels for the types.
   static Result<std::unique_ptr<TieredExpertExecutor>> Create(const Model& model, CpuBackend& host,
-                                                               ExpertDevice* device, const ExpertHotness* hotness,
+                                                               const TierDevice& device, const ExpertHotness* hotness,
                                                                const TierOptions& options);
 
   Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) override;
@@ -62,15 +65,16 @@ class TieredExpertExecutor : public ExpertExecutor {
   std::string StatsLine() const;
 
  private:
-  TieredExpertExecutor(const Model& model, CpuBackend& host, ExpertDevice* device, const ExpertCacheConfig& config,
-                       const TierOptions& options)
+  TieredExpertExecutor(const Model& model, CpuBackend& host, const TierDevice& device,
+                       const ExpertCacheConfig& config, const TierOptions& options)
       : model_(model), host_(host), device_(device), cache_(model.hp().n_layer, model.hp().n_expert, config),
         options_(options) {}
   Status Fill(const ExpertHotness* hotness);
 
   const Model& model_;
   CpuBackend& host_;
-  ExpertDevice* device_;
+  TierDevice device_;
+  std::optional<ExpertSlots> slots_;  // with a device and slots
   ExpertCache cache_;
   TierOptions options_;
   AlignedBuffer host_scratch_;

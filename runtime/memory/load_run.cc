@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "runtime/base/strings.h"
+#include "runtime/memory/plan_format.h"
 #include "runtime/model/backend_factory.h"
 
 namespace strata {
@@ -17,21 +18,28 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
   run.model = std::make_unique<Model>(std::move(model));
 
-  const BackendKind kind = o.backend;
-  auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, kind);
+  STRATA_ASSIGN_OR_RETURN(const BackendKind* kind, ParseBackendKind(o.backend));
+  auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, *kind);
   if (!switched.ok()) return switched.status().WithContext("--decode-copies");
   if (*switched > 0)
     std::fprintf(stderr, "%s: %zu tensors read their Q8_0 decode copies (--decode-copies %s)\n", o.who.c_str(),
                  *switched, o.decode_copies.c_str());
 
-  auto backend = MakeBackend(*run.model, kind, o.threads);
-  if (!backend.ok() && kind == BackendKind::kFast && o.fall_back_to_reference) {
-    std::fprintf(stderr, "%s: note: the fast backend is not available (%s); running on the reference backend, "
-                 "which is much slower\n", o.who.c_str(), backend.status().message().c_str());
-    backend = MakeBackend(*run.model, BackendKind::kReference, o.threads);
+  BackendOptions bo;
+  bo.kind = std::string(kind->name);
+  bo.threads = o.threads;
+  bo.plan_only = o.plan_only;
+  auto made = MakeBackend(*run.model, bo);
+  if (!made.ok() && o.allow_fall_back && !kind->fall_back_to.empty()) {
+    std::fprintf(stderr, "%s: note: the %s backend is not available (%s); running on the %s backend, which is "
+                 "much slower\n", o.who.c_str(), std::string(kind->name).c_str(), made.status().message().c_str(),
+                 std::string(kind->fall_back_to).c_str());
+    bo.kind = std::string(kind->fall_back_to);
+    made = MakeBackend(*run.model, bo);
   }
-  if (!backend.ok()) return backend.status();
-  run.backend = std::move(*backend);
+  if (!made.ok()) return made.status();
+  run.backend = std::move(made->backend);
+  run.host_engine = made->cpu;
   for (const std::string& note : run.backend->Notes()) std::fprintf(stderr, "%s: %s\n", o.who.c_str(), note.c_str());
 
   const HParams& hp = run.model->hp();
@@ -43,16 +51,28 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   return run;
 }
 
+Result<CpuBackend*> HostTierEngine(const LoadedRun& run) {
+  if (run.host_engine) return run.host_engine;
+  return Unsupported(StrFormat("the host expert tier beside the %s backend needs a CPU engine of its own, which "
+                               "this build does not make yet: run without --expert-device",
+                               run.backend->name().c_str()));
+}
+
 Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
                                                     const RunShape& shape, bool plan_only, const std::string& who) {
   auto planned = std::make_unique<PlannedRun>();
   STRATA_ASSIGN_OR_RETURN(planned->setup, PlanRun(*run.pack, *run.model, *run.backend, memory, shape));
   if (plan_only) return planned;
-  if (!planned->setup.plan.Fits()) return ResourceExhausted(FormatRefusal(planned->setup.plan));
-  std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(planned->setup.plan).c_str());
-  STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, planned->setup));
+  const MemoryPlan& plan = planned->setup.plan;
+  if (!plan.Fits()) return ResourceExhausted(FormatRefusal(plan));
+  std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(plan).c_str());
+  CpuBackend* host_engine = nullptr;
+  if (plan.Find(PlanItem::kExpertSlots)) {
+    STRATA_ASSIGN_OR_RETURN(host_engine, HostTierEngine(run));
+  }
+  STRATA_ASSIGN_OR_RETURN(RunMemory mem, AllocateRun(*run.model, *run.backend, host_engine, planned->setup));
   planned->memory.emplace(std::move(mem));
-  const CpuBackend::LargePageCounts& lp = run.backend->large_pages();
+  const Backend::LargePageCounts lp = run.backend->large_pages();
   std::string large = planned->setup.large_pages;
   if (run.backend->large_page_bytes())
     large = StrFormat("large pages: %llu buffer%s, %s%s", static_cast<unsigned long long>(lp.buffers),

@@ -1,14 +1,15 @@
 #pragma once
 // The one load routine: strata-run and the server both open a pack and
-// prepare a run through it, so they cannot drift apart.
+// prepare a run through it, so they cannot drift apart. Read top to bottom:
 //
 //   LoadRun:          open the pack (checksums if asked), make the model, point
 //                     it at its decode copies (--decode-copies), make the
 //                     backend (which refuses a matrix it cannot multiply,
 //                     naming it), resolve and check the context length.
-//   PlanAndAllocate:  the memory plan for the run's shape; for --plan, the
-//                     plan alone; a plan that does not fit is an error with
-//                     the numbers and what to change; else the allocations.
+//   PlanAndAllocate:  PlanRun (run_memory.h: the inputs, then the plan as
+//                     lines); for --plan, the plan alone; a plan that does
+//                     not fit is an error with the numbers and what to
+//                     change; else AllocateRun walks the lines.
 //
 // Each step that a user should hear about prints one line to stderr,
 // prefixed with `LoadOptions::who`.
@@ -32,10 +33,13 @@ struct LoadOptions {
   bool verify = false;                  // verify every blob's checksum at load
   int threads = 0;                      // backend threads (and checksum threads); 0: all cores
   std::string decode_copies = "auto";   // --decode-copies auto|native|copies
-  BackendKind backend = BackendKind::kFast;  // --backend cpu|reference|sim
-  // When the fast backend cannot be made: run on the reference backend (the
-  // server's choice, with a note) instead of failing (strata-run's).
-  bool fall_back_to_reference = false;
+  std::string backend = "cpu";          // --backend: a name of the backend table (backend_factory.h)
+  // --plan: the backend only answers the plan's questions (BackendOptions::plan_only).
+  bool plan_only = false;
+  // When the backend cannot be made: run on the one its table entry falls
+  // back to (cpu: reference), with a note (the server's choice), instead of
+  // failing (strata-run's).
+  bool allow_fall_back = false;
   int64_t n_ctx = 0;                    // positions; 0: the training context, at most 4096
   std::string who = "strata-run";       // prefix of the notes printed to stderr
 };
@@ -43,11 +47,21 @@ struct LoadOptions {
 struct LoadedRun {
   std::unique_ptr<Pack> pack;
   std::unique_ptr<Model> model;  // on the heap: the backend and the run's memory keep its address
-  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Backend> backend;
+  // The CPU engine the host expert tier runs on: the backend itself on a CPU
+  // run; null beside a device backend (HostTierEngine says what then).
+  CpuBackend* host_engine = nullptr;
   int64_t n_ctx = 0;             // resolved and checked against the training context
 };
 
 Result<LoadedRun> LoadRun(const LoadOptions& options);
+
+// The CPU engine for the host expert tier of a plan that has expert tiers.
+// TODO(gpu): beside a device backend, make a FastBackend of its own here
+// (the run's threads, bound to the model), owned by the LoadedRun, and count
+// its scratch in the plan's host-tier lines; until a device backend exists
+// this is refused as unsupported.
+Result<CpuBackend*> HostTierEngine(const LoadedRun& run);
 
 struct PlannedRun {
   RunSetup setup;                  // the plan (setup.plan) and what the allocations use

@@ -1,21 +1,146 @@
 #include "runtime/memory/run_memory.h"
 
 #include <algorithm>
+#include <set>
 
 #include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
-#include "runtime/experts/cpu_expert_device.h"
 #include "runtime/experts/routing_trace.h"
-#include "runtime/model/forward.h"
+#include "runtime/memory/plan_search.h"
+#include "runtime/model/fast_backend.h"
 #include "runtime/pack/pack_reader.h"
 
 namespace strata {
+namespace {
 
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend& backend,
-                         const RunMemoryOptions& o, const RunShape& shape) {
+// --large-pages: the page size to plan with (0: none), and the start line
+// that says what was decided and why.
+Result<std::string> AskLargePages(const RunMemoryOptions& o, const Backend& backend, uint64_t* page_bytes) {
+  *page_bytes = 0;
+  if (o.large_pages == LargePagesMode::kOff) return std::string("large pages: off (--large-pages off)");
+  if (backend.BufferPlace().kind != MemoryPlace::Kind::kHeap)
+    return "large pages: none (the " + backend.name() + " backend's buffers are device memory)";
+#ifdef _WIN32
+  const bool ask = true;
+#else
+  const bool ask = o.large_pages == LargePagesMode::kOn;
+#endif
+  if (!ask)
+    return std::string("large pages: the kernel's transparent huge page policy (--large-pages on asks for them)");
+  const LargePages lp = QueryLargePages();
+  if (lp.page_bytes) {
+    *page_bytes = lp.page_bytes;
+    return "large pages: " + HumanBytes(lp.page_bytes) + " for the KV cache and workspace";
+  }
+  if (o.large_pages == LargePagesMode::kOn) return FailedPrecondition("--large-pages on: " + lp.why);
+  return "large pages: off (" + lp.why + ")";
+}
+
+// --expert-device: the device tier's device. `cpu` simulates one: a CPU
+// backend of its own (host RAM, a FastBackend's kernels), shown as device 0.
+// TODO(gpu): with a device backend, the tier goes on the run's backend
+// itself (its memory, its SlotSwiGlu; TierDevice{&backend, backend.name(),
+// backend.BufferPlace(), false}); PlanRun then needs the backend non-const.
+Status ChooseTierDevice(const Model& model, const RunMemoryOptions& o, const RunShape& shape, RunSetup* s) {
+  if (o.expert_device == "none") return Status::Ok();
+  if (o.expert_device != "cpu")
+    return InvalidArgument("--expert-device '" + Printable(o.expert_device) +
+                           "': expected none or cpu (this build has no GPU backend)");
+  if (model.hp().n_expert == 0)
+    return InvalidArgument("--expert-device: the model has no routed experts (" + std::string(ArchName(model.arch())) +
+                           ")");
+  FastBackend::Options fo;
+  fo.threads = shape.threads;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> device, FastBackend::Create(fo));
+  s->inputs.tier = TierDevice{device.get(), "cpu (simulated device tier, " + device->name() + ")",
+                              MemoryPlace::Device(0), /*host_ram=*/true};
+  s->simulated_device = std::move(device);
+  return Status::Ok();
+}
+
+// The budgets of the devices the run keeps memory on: --vram-budget, else
+// what the backend's device reports free, less the reserve. The simulated
+// device has none unless given (the RAM budget governs it).
+Status SetDeviceBudgets(const Backend& backend, const RunMemoryOptions& o, PlanInputs* in) {
+  std::set<int> used;
+  const MemoryPlace own = backend.BufferPlace();
+  if (own.kind == MemoryPlace::Kind::kDevice) used.insert(own.device);
+  if (in->tier.backend) used.insert(in->tier.place.device);
+  for (const auto& [dev, bytes] : o.vram_budgets) {
+    if (!used.count(dev))
+      return InvalidArgument(StrFormat("--vram-budget %d=%s: there is no device %d (this build has no GPU backend; "
+                                       "--expert-device cpu simulates device 0)",
+                                       dev, HumanBytes(bytes).c_str(), dev));
+    in->devices[dev] = Budget{bytes, "--vram-budget " + HumanBytes(bytes)};
+  }
+  if (own.kind == MemoryPlace::Kind::kDevice && !in->devices.count(own.device))
+    if (const uint64_t free = backend.DeviceFreeBytes())
+      in->devices[own.device] = Budget{free > o.reserve ? free - o.reserve : 0,
+                                       "free " + HumanBytes(free) + " - reserve " + HumanBytes(o.reserve)};
+  return Status::Ok();
+}
+
+// Which experts are hot: a routing trace the user names (it describes their
+// own traffic), else the pack's profile (the packer's corpus); none without
+// a device tier.
+Status ReadHotness(const Pack& pack, const Model& model, const RunMemoryOptions& o, RunSetup* s) {
+  if (!s->inputs.tier.backend) return Status::Ok();
+  const HParams& hp = model.hp();
+  if (!o.expert_profile.empty()) {
+    STRATA_ASSIGN_OR_RETURN(RoutingTrace trace, ReadRoutingTrace(o.expert_profile));
+    auto h = ExpertHotness::FromTrace(trace, 0, UINT64_MAX, &hp);
+    if (!h.ok()) return h.status().WithContext("--expert-profile " + o.expert_profile);
+    h->source = "routing trace " + o.expert_profile +
+                StrFormat(" (%llu tokens)", static_cast<unsigned long long>(h->tokens));
+    s->hotness = std::make_unique<const ExpertHotness>(std::move(*h));
+  } else {
+    auto from_pack = ExpertHotness::FromPack(pack, hp);
+    if (from_pack.ok()) {
+      s->hotness = std::make_unique<const ExpertHotness>(std::move(*from_pack));
+    } else if (from_pack.status().code() != StatusCode::kNotFound) {
+      return from_pack.status();
+    }
+  }
+  s->inputs.hotness = s->hotness.get();
+  return Status::Ok();
+}
+
+// --expert-slots and --expert-pinned: checked, and for auto as many slots as
+// fit (every expert at most).
+Status ChooseSlots(const Model& model, const RunMemoryOptions& o, PlanInputs* in) {
+  const HParams& hp = model.hp();
+  const bool device = in->tier.backend != nullptr;
+  const int32_t all = device ? static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX))
+                             : 0;
+  int32_t slots = device ? (o.expert_slots >= 0 ? std::min(o.expert_slots, all) : -1) : 0;
+  if (o.expert_pinned > 0 && device && !in->hotness)
+    return InvalidArgument(StrFormat("--expert-pinned %d needs an expert profile: the pack has none; give "
+                                     "--expert-profile TRACE (strata-run --routing-trace-out writes one)",
+                                     o.expert_pinned));
+  if (slots >= 0 && o.expert_pinned > slots)
+    return InvalidArgument(StrFormat("--expert-pinned %d is more than --expert-slots %d", o.expert_pinned, slots));
+  if (slots < 0) {
+    // As many slots as fit, with the pinned count asked for.
+    in->expert_pinned = o.expert_pinned >= 0 ? o.expert_pinned : 0;
+    slots = std::max(LargestFittingExpertSlots(*in, all), 0);
+    if (o.expert_pinned > slots) slots = o.expert_pinned;  // let the plan say it does not fit
+  }
+  in->expert_slots = slots;
+  in->expert_pinned = o.expert_pinned >= 0 ? std::min(o.expert_pinned, slots)
+                                           : DefaultPinnedSlots(slots, in->hotness != nullptr);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const Backend& backend, const RunMemoryOptions& o,
+                         const RunShape& shape) {
   const HParams& hp = model.hp();
   RunSetup s;
   PlanInputs& in = s.inputs;
+  in.pack = &pack;
+  in.model = &model;
+  in.backend = &backend;
   in.n_ctx = shape.n_ctx;
   in.parallel = o.parallel;
   in.batch = shape.batch;
@@ -27,111 +152,24 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend&
   in.allow_paging = o.allow_paging;
   in.decode_copies = o.decode_copies;
   in.ram = RamBudget(o.ram_budget ? &*o.ram_budget : nullptr, o.reserve);
-  if (o.large_pages != LargePagesMode::kOff) {
-#ifdef _WIN32
-    const bool ask = true;
-#else
-    const bool ask = o.large_pages == LargePagesMode::kOn;
-#endif
-    if (ask) {
-      const LargePages lp = QueryLargePages();
-      if (lp.page_bytes) {
-        in.large_page_bytes = lp.page_bytes;
-        s.large_pages = "large pages: " + HumanBytes(lp.page_bytes) + " for the KV cache and workspace";
-      } else if (o.large_pages == LargePagesMode::kOn) {
-        return FailedPrecondition("--large-pages on: " + lp.why);
-      } else {
-        s.large_pages = "large pages: off (" + lp.why + ")";
-      }
-    } else {
-      s.large_pages = "large pages: the kernel's transparent huge page policy (--large-pages on asks for them)";
-    }
-  } else {
-    s.large_pages = "large pages: off (--large-pages off)";
-  }
+  STRATA_ASSIGN_OR_RETURN(s.large_pages, AskLargePages(o, backend, &in.large_page_bytes));
+  STRATA_RETURN_IF_ERROR(ChooseTierDevice(model, o, shape, &s));
+  STRATA_RETURN_IF_ERROR(SetDeviceBudgets(backend, o, &in));
+  STRATA_RETURN_IF_ERROR(ReadHotness(pack, model, o, &s));
+  STRATA_RETURN_IF_ERROR(ChooseSlots(model, o, &in));
 
-  // The device tier's device. Without a GPU backend in this build, the only
-  // device is the simulated one (host RAM, a FastBackend of its own).
-  if (o.expert_device == "cpu") {
-    if (hp.n_expert == 0)
-      return InvalidArgument("--expert-device: the model has no routed experts (" +
-                             std::string(ArchName(model.arch())) + ")");
-    CpuExpertDevice::Options co;
-    co.threads = shape.threads;
-    if (auto it = o.vram_budgets.find(0); it != o.vram_budgets.end()) co.capacity = it->second;
-    STRATA_ASSIGN_OR_RETURN(s.device, CpuExpertDevice::Create(co));
-  } else if (o.expert_device != "none") {
-    return InvalidArgument("--expert-device '" + Printable(o.expert_device) +
-                           "': expected none or cpu (this build has no GPU backend)");
-  }
-  for (const auto& [dev, bytes] : o.vram_budgets) {
-    if (dev != 0 || !s.device)
-      return InvalidArgument(StrFormat("--vram-budget %d=%s: there is no device %d (this build has no GPU backend; "
-                                       "--expert-device cpu simulates device 0)",
-                                       dev, HumanBytes(bytes).c_str(), dev));
-    in.devices[dev] = Budget{bytes, "--vram-budget " + HumanBytes(bytes)};
-  }
-  in.device = s.device.get();
-  in.device_index = 0;
-  // A device with memory of its own and no --vram-budget: what it reports
-  // free, minus the reserve (a GPU backend reports cudaMemGetInfo's free).
-  if (s.device && s.device->memory() == DeviceMemory::kDeviceRam && !in.devices.count(0) &&
-      s.device->capacity_bytes() > 0) {
-    const uint64_t free = s.device->capacity_bytes();
-    in.devices[0] = Budget{free > o.reserve ? free - o.reserve : 0,
-                           "free " + HumanBytes(free) + " - reserve " + HumanBytes(o.reserve)};
-  }
-
-  // Which experts are hot: a routing trace the user names (it describes their
-  // own traffic), else the pack's profile (the packer's corpus).
-  if (s.device) {
-    if (!o.expert_profile.empty()) {
-      STRATA_ASSIGN_OR_RETURN(RoutingTrace trace, ReadRoutingTrace(o.expert_profile));
-      auto h = ExpertHotness::FromTrace(trace, 0, UINT64_MAX, &hp);
-      if (!h.ok()) return h.status().WithContext("--expert-profile " + o.expert_profile);
-      h->source = "routing trace " + o.expert_profile + StrFormat(" (%llu tokens)", static_cast<unsigned long long>(h->tokens));
-      s.hotness = std::move(*h);
-    } else {
-      auto from_pack = ExpertHotness::FromPack(pack, hp);
-      if (from_pack.ok()) {
-        s.hotness = std::move(*from_pack);
-      } else if (from_pack.status().code() != StatusCode::kNotFound) {
-        return from_pack.status();
-      }
-    }
-  }
-  in.hotness = s.hotness ? &*s.hotness : nullptr;
-
-  const int32_t all = s.device ? static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX))
-                               : 0;
-  int32_t slots = s.device ? (o.expert_slots >= 0 ? std::min(o.expert_slots, all) : -1) : 0;
-  auto pinned_for = [&](int32_t n) {
-    return o.expert_pinned >= 0 ? std::min(o.expert_pinned, n) : DefaultPinnedSlots(n, s.hotness.has_value());
-  };
-  if (o.expert_pinned > 0 && s.device && !s.hotness)
-    return InvalidArgument(StrFormat("--expert-pinned %d needs an expert profile: the pack has none; give "
-                                     "--expert-profile TRACE (strata-run --routing-trace-out writes one)",
-                                     o.expert_pinned));
-  if (slots >= 0 && o.expert_pinned > slots)
-    return InvalidArgument(StrFormat("--expert-pinned %d is more than --expert-slots %d", o.expert_pinned, slots));
-  if (slots < 0) {
-    // As many slots as fit: every expert at most; the pinned share as the default split.
-    in.expert_pinned = o.expert_pinned >= 0 ? o.expert_pinned : 0;
-    int32_t fit = LargestFittingExpertSlots(pack, model, backend, in, all);
-    slots = std::max(fit, 0);
-    if (o.expert_pinned > slots) slots = o.expert_pinned;  // let the plan say it does not fit
-  }
-  in.expert_slots = slots;
-  in.expert_pinned = pinned_for(slots);
-  STRATA_ASSIGN_OR_RETURN(s.plan, PlanMemory(pack, model, backend, in));
-  if (s.device && o.expert_slots > all)
+  STRATA_ASSIGN_OR_RETURN(s.plan, PlanMemory(in));
+  if (!s.plan.Fits()) s.plan.advice = PlanAdvice(in);
+  const int32_t all = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
+  if (in.tier.backend && o.expert_slots > all)
     s.plan.notes.push_back(StrFormat("--expert-slots %d is more than the model's %d routed experts (%u layers x %u): "
                                      "planned %d",
                                      o.expert_slots, all, hp.n_layer, hp.n_expert, all));
-  if (s.device && o.expert_slots < 0)
-    s.plan.notes.push_back(StrFormat("--expert-slots auto: %d of the model's %d routed experts fit", slots, all));
+  if (in.tier.backend && o.expert_slots < 0)
+    s.plan.notes.push_back(StrFormat("--expert-slots auto: %d of the model's %d routed experts fit", in.expert_slots,
+                                     all));
 
-  s.tier.slots = slots;
+  s.tier.slots = in.expert_slots;
   s.tier.pinned = in.expert_pinned;
   s.tier.policy = o.expert_policy;
   s.tier.half_life = o.expert_half_life;
@@ -147,27 +185,53 @@ Result<LargePagesMode> ParseLargePagesMode(std::string_view s) {
   return InvalidArgument("--large-pages '" + Printable(s) + "': expected auto, on or off");
 }
 
-Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup) {
+Result<RunMemory> AllocateRun(const Model& model, Backend& backend, CpuBackend* host_engine, RunSetup& setup) {
   const PlanInputs& in = setup.inputs;
   if (!setup.plan.Fits()) return Internal("AllocateRun on a plan that does not fit");
   RunMemory r;
   backend.SetLargePages(in.large_page_bytes);
-  uint64_t workspace = 0, scratch = 0;
   for (const PlanLine& l : setup.plan.lines) {
-    if (l.item == "forward workspace") workspace = l.bytes;
-    if (l.item == "backend scratch") scratch = l.bytes;
-  }
-  STRATA_ASSIGN_OR_RETURN(r.workspace, backend.CreateWorkspace(workspace, "the forward-pass workspace"));
-  STRATA_RETURN_IF_ERROR(backend.ReserveScratch(scratch));
-  for (int32_t i = 0; i < in.parallel; ++i) {
-    auto st = SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type);
-    if (!st.ok()) return st.status();
-    r.states.push_back(std::move(*st));
-  }
-  if (setup.device) {
-    STRATA_ASSIGN_OR_RETURN(r.experts, TieredExpertExecutor::Create(model, backend, setup.device.get(),
-                                                                    setup.hotness ? &*setup.hotness : nullptr,
-                                                                    setup.tier));
+    switch (l.id) {
+      case PlanItem::kKvCache: {  // each sequence's state: its KV cache and recurrent state in one buffer
+        for (int32_t i = 0; i < in.parallel; ++i) {
+          STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type));
+          r.states.push_back(std::move(st));
+        }
+        break;
+      }
+      case PlanItem::kForwardWorkspace: {
+        STRATA_ASSIGN_OR_RETURN(r.workspace, backend.CreateWorkspace(l.bytes, "the forward-pass workspace"));
+        break;
+      }
+      case PlanItem::kBackendScratch: STRATA_RETURN_IF_ERROR(backend.ReserveScratch(l.bytes)); break;
+      case PlanItem::kExpertSlots: {  // the expert tiers: host scratch, slots and device scratch together
+        if (!host_engine) return Internal("AllocateRun: a plan with expert tiers and no CPU engine for the host tier");
+        STRATA_ASSIGN_OR_RETURN(r.experts, TieredExpertExecutor::Create(model, *host_engine, in.tier,
+                                                                        setup.hotness.get(), setup.tier));
+        break;
+      }
+      // Made elsewhere, or inside the lines above:
+      case PlanItem::kWeightsDense:      // the pack's mapping
+      case PlanItem::kExpertsHostTier:
+      case PlanItem::kExpertsPinned:
+      case PlanItem::kWeightsNotRead:
+      case PlanItem::kPackOverhead:
+      case PlanItem::kBackendWeights:    // by the backend at load (Bind)
+      case PlanItem::kModuleImage:       // by the backend when it was made
+      case PlanItem::kDriverContext:
+      case PlanItem::kBackendOther:
+      case PlanItem::kRecurrentState:    // in each state, at kKvCache
+      case PlanItem::kRecurrentSnapshots:  // by the server's scheduler, one per slot
+      case PlanItem::kLargePageRounding:   // by the OS, in the states and the workspace
+      case PlanItem::kHostTierScratch:     // by the expert tiers, at kExpertSlots
+      case PlanItem::kDeviceTierScratch:
+      case PlanItem::kStaging:             // by the device tier's backend, for its uploads
+      case PlanItem::kLogits:              // by the Generator or the scheduler, before their first pass
+      case PlanItem::kSampler:
+      case PlanItem::kRoutingTrace:        // by the recorder (RoutingTraceRecorder::Reserve)
+      case PlanItem::kRuntimeMetadata:     // at load: the tensor table, the tokenizer
+        break;
+    }
   }
   return r;
 }

@@ -3,11 +3,16 @@
 // allocations the plan counted: the glue strata-run (and the server) use, so
 // every program plans the same way and allocates exactly what it planned.
 //
-//   PlanRun:      the device tier, the expert hotness and the MemoryPlan
-//                 (nothing large allocated yet; the pack is mapped).
-//   AllocateRun:  the workspace, the sequences' states, the backend's scratch,
-//                 the expert tiers (slots filled), in that order; any failure
-//                 comes back as a Status naming what and how much.
+//   PlanRun:      the inputs (budgets, large pages, the device tier's
+//                 device, the expert hotness, the slot count: as many as
+//                 fit for auto), then the MemoryPlan (PlanMemory) and, when
+//                 it does not fit, the advice. Nothing large is allocated
+//                 (the pack is mapped).
+//   AllocateRun:  walks the plan's lines by identity and makes each on the
+//                 backend that holds it: the sequences' states, the
+//                 workspace, the backend's scratch, the expert tiers (slots
+//                 filled); any failure comes back as a Status naming what
+//                 and how much.
 
 #include <cstdint>
 #include <map>
@@ -17,8 +22,8 @@
 #include <vector>
 
 #include "runtime/experts/expert_cache.h"
-#include "runtime/experts/expert_device.h"
 #include "runtime/experts/expert_hotness.h"
+#include "runtime/experts/expert_slots.h"
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/memory/memory_plan.h"
 #include "runtime/model/sequence_state.h"
@@ -62,8 +67,11 @@ struct RunShape {
 };
 
 struct RunSetup {
-  std::unique_ptr<ExpertDevice> device;
-  std::optional<ExpertHotness> hotness;
+  // --expert-device cpu: the device tier's CPU backend of its own (the
+  // simulated device; inputs.tier names it). On the heap, like the hotness,
+  // so inputs' pointers stay valid when the setup moves.
+  std::unique_ptr<Backend> simulated_device;
+  std::unique_ptr<const ExpertHotness> hotness;
   PlanInputs inputs;
   MemoryPlan plan;
   TierOptions tier;
@@ -72,8 +80,9 @@ struct RunSetup {
 
 // Errors: bad options (a budget for a device that does not exist, an unknown
 // device, a profile that does not match the model), a profile that cannot be
-// read. A plan that does not fit is returned, not an error: check plan.Fits().
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const CpuBackend& backend,
+// read. A plan that does not fit is returned with its advice, not an error:
+// check plan.Fits(). pack, model and backend must outlive the result.
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const Backend& backend,
                          const RunMemoryOptions& options, const RunShape& shape);
 
 struct RunMemory {
@@ -82,8 +91,11 @@ struct RunMemory {
   std::unique_ptr<TieredExpertExecutor> experts;  // null without a device tier
 };
 
-// REQUIRES: setup.plan.Fits(). `setup` must outlive the result (the executor
-// uses its device and hotness). Sets the backend's large pages as planned.
-Result<RunMemory> AllocateRun(const Model& model, CpuBackend& backend, RunSetup& setup);
+// REQUIRES: setup.plan.Fits(), planned for `backend`. `setup` must outlive
+// the result (the executor uses its device and hotness). `host_engine` runs
+// the host expert tier (the backend itself on a CPU run); it is needed, and
+// must outlive the result, only when the plan has expert tiers. Sets the
+// backend's large pages as planned.
+Result<RunMemory> AllocateRun(const Model& model, Backend& backend, CpuBackend* host_engine, RunSetup& setup);
 
 }  // namespace strata

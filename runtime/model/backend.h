@@ -20,6 +20,13 @@
 // renormalization, the selected experts' SwiGLU, weighted sum), the shared
 // expert with its gate, and the output head (final norm, logits, download).
 //
+// A backend also answers the memory plan (docs/memory-plan.md): where its
+// buffers live (BufferPlace: host RAM or a device), how much a pass's
+// workspace, its scratch and its copy of the weights take, and lines of its
+// own (AddPlanLines). And it holds the device tier of the expert pool
+// (runtime/experts/expert_slots.h): the slots are its memory (Allocate,
+// Upload), and an expert runs from a slot through SlotSwiGlu.
+//
 // CpuBackend implements every op on host memory, over a matrix engine
 // (MatMul, ParallelFor, attention inner loops) that FastBackend and
 // ReferenceBackend provide. SimBackend (sim_backend.h) runs the same ops on
@@ -41,6 +48,7 @@
 #include "runtime/model/kernel_coverage.h"
 #include "runtime/model/model.h"
 #include "runtime/model/pass.h"
+#include "runtime/model/plan_line.h"
 #include "runtime/model/sequence_state.h"
 #include "runtime/model/workspace.h"
 
@@ -51,6 +59,25 @@ enum class Act : uint8_t {
   kX,  // the residual stream
   kH,  // a normed copy of it, a sublayer's input
   kY,  // a sublayer's output
+};
+
+// Zero bytes that must follow a matrix in memory: a SIMD kernel may read up
+// to 64 bytes past a row (docs/kernels.md, memory contract), as past a pack blob.
+inline constexpr uint64_t kMatrixPadding = 64;
+
+// A matrix in a buffer of a backend: WeightMatrix's shape at a byte offset
+// of the buffer instead of a host address, followed by kMatrixPadding zero
+// bytes inside the buffer.
+struct BufferMatrix {
+  GgmlType type = GgmlType::kF32;
+  uint64_t offset = 0;
+  uint64_t row_bytes = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+// An expert's three matrices in one buffer (a device tier's slot).
+struct SwiGluMatrices {
+  BufferMatrix gate, up, down;
 };
 
 class Backend {
@@ -81,6 +108,58 @@ class Backend {
   // model's weights (0 when it reads the host mapping).
   virtual Placement WeightPlacement() const { return Placement::kCpu; }
   virtual uint64_t ResidentWeightBytes(const Model& /*model*/) const { return 0; }
+  // Whether it has a kernel for matrices of this type: MakeBackend refuses a
+  // model with a matrix it cannot multiply, and the device tier an expert.
+  virtual bool CanMultiply(GgmlType type) const = 0;
+
+  // --- where its memory is, for the memory plan -------------------------------
+  // Where every buffer this backend makes lives: Allocate, CreateState,
+  // CreateWorkspace, its own copy of the weights (ResidentWeightBytes), its
+  // scratch. The plan places those lines there and counts them against that
+  // place's budget. Default: the host heap (the CPU backends, sim).
+  virtual MemoryPlace BufferPlace() const { return MemoryPlace::Heap(); }
+  // Bytes free now on the device BufferPlace names, as the device reports
+  // them: the plan's budget for it (less --reserve) when --vram-budget does
+  // not give one. 0: unknown (a backend made for planning only, or memory
+  // that is host RAM).
+  virtual uint64_t DeviceFreeBytes() const { return 0; }
+  // Appends, placed, the lines of memory only this backend takes (a device's
+  // module image, its driver context: PlanItem::kModuleImage,
+  // kDriverContext) for a run whose largest pass is `largest`. Default: none.
+  virtual void AddPlanLines(const Model& /*model*/, const PassShape& /*largest*/,
+                            std::vector<PlanLine>* /*lines*/) const {}
+  // Host memory its uploads pass through (pinned staging buffers for
+  // asynchronous copies) for uploads of up to `largest_upload` bytes: the
+  // plan's "staging buffers" line. Default 0: it copies from the caller's memory.
+  virtual uint64_t StagingBytes(uint64_t /*largest_upload*/) const { return 0; }
+
+  // --- scratch of its matrix products -----------------------------------------
+  // Bytes a product of n activation rows with a matrix of this type and
+  // width takes beyond its inputs and outputs (FastBackend: its converted
+  // activations, kept between calls). The memory plan counts the largest
+  // ("backend scratch"), for matrices of experts the MoE op's batches
+  // (BatchScratchBytes: a job of n rows named by index, whose F32 rows are
+  // gathered too). Default 0.
+  virtual uint64_t ScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
+  virtual uint64_t BatchScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
+  // Makes that scratch at least `bytes` now, so no product allocates during
+  // a run. Errors: kResourceExhausted with the size.
+  virtual Status ReserveScratch(uint64_t /*bytes*/) { return Status::Ok(); }
+
+  // --- large pages (platform.h QueryLargePages) -------------------------------
+  struct LargePageCounts {
+    uint64_t buffers = 0;  // buffers on large pages now
+    uint64_t bytes = 0;    // their bytes, rounded up to whole large pages
+    uint64_t refused = 0;  // buffers that asked and fell back to ordinary pages
+  };
+  // Large pages of `page_bytes` for every buffer of at least one large page
+  // this backend allocates from now on (the states with their KV cache, the
+  // workspace); 0: ordinary pages. The plan counts the rounding when the
+  // backend's buffers are on the heap. Default: ignored (device memory has
+  // no large pages), and large_page_bytes() stays 0.
+  virtual void SetLargePages(uint64_t /*page_bytes*/) {}
+  virtual uint64_t large_page_bytes() const { return 0; }
+  virtual LargePageCounts large_pages() const { return {}; }
 
   // --- run state ------------------------------------------------------------
   // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.
@@ -129,6 +208,21 @@ class Backend {
   // Ends the pass BeginPass started (releases what it took), whether its ops succeeded or not.
   virtual void EndPass() = 0;
 
+  // --- the device tier's op (runtime/experts/expert_slots.h) -------------------
+  // y = down(silu(gate x) * up x) for m rows, the three matrices of `w` in
+  // `weights` and the gate and up outputs in `scratch` (both buffers of this
+  // backend; scratch of at least 2 x m x w.gate.rows floats). x (m x
+  // w.gate.cols floats) and y (m x w.down.rows floats) are host memory: they
+  // cross the seam and are counted in transfers(). It may run while a pass
+  // of this backend is in progress (its MoE op calls the expert executor,
+  // which runs hits from the slots), so it must not touch the pass's
+  // workspace. REQUIRES: ReserveScratch covered ScratchBytes of the three
+  // matrices for m rows, so it allocates nothing. Errors: a buffer of
+  // another backend, a matrix or the scratch outside its buffer, a type it
+  // cannot multiply.
+  virtual Status SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
+                            const float* x, int64_t m, float* y) = 0;
+
  protected:
   // Frees buffer `id` (called when its handle goes).
   virtual void Free(uint32_t id) = 0;
@@ -168,17 +262,6 @@ class CpuBackend : public Backend {
   virtual void MatMulBatch(std::span<const MatMulJob> jobs);
   // Runs fn(begin, end) over [0, n) split across the backend's threads.
   virtual void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
-  // Bytes MatMul uses beyond x and y for a product of n activation rows with
-  // a matrix of this type and width (FastBackend: its converted-activation
-  // buffer, kept between calls). The memory plan counts the largest, and for
-  // matrices of experts the MoE op's batches (BatchScratchBytes).
-  virtual uint64_t ScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
-  // The same for a MatMulBatch job of n rows named by index (rows of F32
-  // activations are gathered too).
-  virtual uint64_t BatchScratchBytes(GgmlType /*type*/, int64_t /*cols*/, int64_t /*n*/) const { return 0; }
-  // Makes that scratch `bytes` large now, so MatMul does not allocate during
-  // a run. Errors: kResourceExhausted with the size.
-  virtual Status ReserveScratch(uint64_t /*bytes*/) { return Status::Ok(); }
   // The attention inner loops (kernels/attention.h): the scalar reference
   // here; FastBackend gives its ISA level's SIMD versions.
   virtual const kernels::AttnKernels& attention() const { return kernels::AttnKernelsFor(IsaLevel::kScalar); }
@@ -189,6 +272,8 @@ class CpuBackend : public Backend {
   IsaLevel float_isa() const { return attention().isa; }
 
   // --- Backend --------------------------------------------------------------
+  // Whether MatMul has a kernel for the type (a vec_dot: kernels/vec_dot.h).
+  bool CanMultiply(GgmlType type) const override;
   Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) override;
   Status Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
   Status Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
@@ -208,6 +293,9 @@ class CpuBackend : public Backend {
   Status SharedExpert(int32_t il, Act in, Act out) override;
   Status Logits(const TensorView* norm, const TensorView& head, float* logits) override;
   void EndPass() override;
+  // RunSwiGlu on the matrices' host memory, with this backend's MatMul.
+  Status SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
+                    const float* x, int64_t m, float* y) override;
 
   // For the ops (cpu_backend.cc, delta_net.cc): host addresses of backend
   // memory, and the weights as this backend holds them.
@@ -223,18 +311,11 @@ class CpuBackend : public Backend {
 
   struct PassState;  // cpu_backend.cc
 
-  // Large pages (platform.h QueryLargePages) for every buffer of at least one
-  // large page this backend allocates from now on: the sequence states (KV
-  // cache) and the workspace. 0: ordinary pages. A buffer the OS refuses
+  // Large pages for the buffers AllocateHost makes. A buffer the OS refuses
   // large pages (fragmented memory) gets ordinary ones and is counted.
-  void SetLargePages(uint64_t page_bytes) { large_page_bytes_ = page_bytes; }
-  uint64_t large_page_bytes() const { return large_page_bytes_; }
-  struct LargePageCounts {
-    uint64_t buffers = 0;  // buffers on large pages now
-    uint64_t bytes = 0;    // their bytes, rounded up to whole large pages
-    uint64_t refused = 0;  // buffers that asked and fell back to ordinary pages
-  };
-  const LargePageCounts& large_pages() const { return large_counts_; }
+  void SetLargePages(uint64_t page_bytes) override { large_page_bytes_ = page_bytes; }
+  uint64_t large_page_bytes() const override { return large_page_bytes_; }
+  LargePageCounts large_pages() const override { return large_counts_; }
 
  protected:
   void Free(uint32_t id) override;
@@ -287,6 +368,8 @@ class ReferenceBackend : public CpuBackend {
  public:
   void MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) override;
   std::string name() const override { return "reference"; }
+  // Every type it can dequantize (quant/dequantize.h).
+  bool CanMultiply(GgmlType type) const override;
   // One dequantized row per call (allocated by the call: the reference path
   // is plain code, not the serving path).
   uint64_t ScratchBytes(GgmlType, int64_t cols, int64_t) const override {

@@ -1,6 +1,7 @@
 #include "runtime/model/backend_factory.h"
 
 #include <functional>
+#include <iterator>
 #include <set>
 #include <vector>
 
@@ -8,7 +9,6 @@
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/kernel_coverage.h"
 #include "runtime/model/sim_backend.h"
-#include "runtime/quant/dequantize.h"
 
 namespace strata {
 namespace {
@@ -25,6 +25,7 @@ class FastModelBackend : public CpuBackend {
   uint64_t SyncWaitNs() const override { return b_->SyncWaitNs(); }
   std::string name() const override { return b_->name(); }
   std::vector<std::string> Notes() const override { return notes_; }
+  bool CanMultiply(GgmlType type) const override { return b_->CanMultiply(type); }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override { return b_->ScratchBytes(type, cols, n); }
   uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
     return b_->BatchScratchBytes(type, cols, n);
@@ -36,10 +37,6 @@ class FastModelBackend : public CpuBackend {
   std::unique_ptr<FastBackend> b_;
   std::vector<std::string> notes_;
 };
-
-}  // namespace
-
-namespace {
 
 // Every tensor the forward pass multiplies (with the bytes that will run:
 // a decode copy once ApplyDecodeCopies chose it).
@@ -57,63 +54,32 @@ std::vector<const TensorView*> MultipliedTensors(const Model& model) {
 
 // A backend that cannot compute a matrix's type is an error here, at load,
 // naming the tensor: never NaN (or garbage) out of a run.
-Status CheckEveryMatrixRuns(const std::vector<const TensorView*>& tensors, std::string_view backend,
-                            const std::function<bool(GgmlType)>& runs) {
-  for (const TensorView* t : tensors) {
-    if (runs(t->type)) continue;
+Status CheckEveryMatrixRuns(const Model& model, const Backend& backend, std::string_view name) {
+  for (const TensorView* t : MultipliedTensors(model)) {
+    if (backend.CanMultiply(t->type)) continue;
     return Unsupported(StrFormat("tensor '%s' is %s, which the %s backend cannot multiply in this build; "
                                  "repack with --decode-copies q8_0 (strata-pack) to give it a Q8_0 copy",
                                  std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str(),
-                                 std::string(backend).c_str()));
+                                 std::string(name).c_str()));
   }
   return Status::Ok();
 }
 
-}  // namespace
-
-std::string_view BackendKindName(BackendKind k) {
-  switch (k) {
-    case BackendKind::kReference: return "reference";
-    case BackendKind::kFast: return "cpu";
-    case BackendKind::kSim: return "sim";
-  }
-  return "?";
+// A CPU backend is its own CPU engine.
+MadeBackend OnTheCpu(std::unique_ptr<CpuBackend> b) {
+  CpuBackend* cpu = b.get();
+  return MadeBackend{std::move(b), cpu};
 }
 
-Result<BackendKind> ParseBackendKind(std::string_view name) {
-  if (name == "cpu") return BackendKind::kFast;
-  if (name == "reference") return BackendKind::kReference;
-  if (name == "sim") return BackendKind::kSim;
-  return InvalidArgument(StrFormat("unknown backend '%.*s': expected cpu, reference or sim", static_cast<int>(name.size()),
-                                   name.data()));
-}
-
-Result<std::unique_ptr<CpuBackend>> MakeSimBackend(const Model& model, std::unique_ptr<CpuBackend> engine) {
-  std::unique_ptr<CpuBackend> sim(new SimBackend(std::move(engine)));
-  STRATA_RETURN_IF_ERROR(sim->Bind(model));
-  return sim;
-}
-
-Result<std::unique_ptr<CpuBackend>> MakeBackend(const Model& model, BackendKind kind, int threads) {
-  if (kind == BackendKind::kSim) {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> engine, MakeBackend(model, BackendKind::kFast, threads));
-    return MakeSimBackend(model, std::move(engine));
-  }
-  const std::vector<const TensorView*> multiplied = MultipliedTensors(model);
-  if (kind == BackendKind::kReference) {
-    STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(multiplied, "reference", [](GgmlType t) { return HasDequantizer(t); }));
-    std::unique_ptr<CpuBackend> ref(new ReferenceBackend());
-    STRATA_RETURN_IF_ERROR(ref->Bind(model));
-    return ref;
-  }
+// The CPU backend over FastBackend, with a note naming the model's types
+// that have no SIMD kernel here.
+Result<std::unique_ptr<CpuBackend>> MakeFastCpu(const Model& model, int threads) {
   FastBackend::Options o;
   o.threads = threads;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> fast, FastBackend::Create(o));
-  STRATA_RETURN_IF_ERROR(
-      CheckEveryMatrixRuns(multiplied, "fast CPU", [&](GgmlType t) { return fast->Choice(t).supported; }));
-  // Which weight types this model multiplies, and which of them have no SIMD kernel.
+  STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(model, *fast, "fast CPU"));
   std::set<GgmlType> types;
-  for (const TensorView* t : multiplied) types.insert(t->type);
+  for (const TensorView* t : MultipliedTensors(model)) types.insert(t->type);
   std::vector<GgmlType> list(types.begin(), types.end());
   std::vector<std::string> notes;
   std::vector<GgmlType> slow = fast->SlowTypes(list);
@@ -129,31 +95,75 @@ Result<std::unique_ptr<CpuBackend>> MakeBackend(const Model& model, BackendKind 
   return b;
 }
 
-namespace {
-// Where a backend of `kind` keeps its weights (Backend::WeightPlacement): the
-// CPU for every kind this build has.
-Placement WeightPlacementOf(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::kReference:
-    case BackendKind::kFast:
-    case BackendKind::kSim: return Placement::kCpu;
-  }
-  return Placement::kCpu;
+// --- the table's makers (a CPU backend ignores plan_only: planning touches nothing) ---
+
+Result<MadeBackend> MakeCpu(const Model& model, const BackendOptions& o) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> b, MakeFastCpu(model, o.threads));
+  return OnTheCpu(std::move(b));
 }
+
+Result<MadeBackend> MakeReference(const Model& model, const BackendOptions& /*o*/) {
+  std::unique_ptr<CpuBackend> ref(new ReferenceBackend());
+  STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(model, *ref, "reference"));
+  STRATA_RETURN_IF_ERROR(ref->Bind(model));
+  return OnTheCpu(std::move(ref));
+}
+
+Result<MadeBackend> MakeSim(const Model& model, const BackendOptions& o) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> engine, MakeFastCpu(model, o.threads));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> sim, MakeSimBackend(model, std::move(engine)));
+  return OnTheCpu(std::move(sim));
+}
+
+// The backends of this build. Every one places its weights on the CPU (sim's
+// copy is multiplied by CPU kernels too); a GPU backend places the tensors
+// it holds on its device, and its kernels answer for them.
+constexpr BackendKind kKinds[] = {
+    {"cpu", "default: SIMD kernels, threads", Placement::kCpu, false, "reference", MakeCpu},
+    {"reference", "plain dequantize-and-dot, one thread", Placement::kCpu, true, "", MakeReference},
+    {"sim",
+     "the cpu kernels on memory the forward pass cannot touch, counting transfers: proves the execution seam; slow",
+     Placement::kCpu, false, "", MakeSim},
+};
+
 }  // namespace
 
-Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendKind kind) {
+std::span<const BackendKind> BackendKinds() { return kKinds; }
+
+std::string BackendKindNames() {
+  std::string out;
+  for (size_t i = 0; i < std::size(kKinds); ++i)
+    out += (i == 0 ? "" : i + 1 == std::size(kKinds) ? " or " : ", ") + std::string(kKinds[i].name);
+  return out;
+}
+
+Result<const BackendKind*> ParseBackendKind(std::string_view name) {
+  for (const BackendKind& k : kKinds)
+    if (k.name == name) return &k;
+  return InvalidArgument(StrFormat("unknown backend '%s': expected %s", Printable(name).c_str(),
+                                   BackendKindNames().c_str()));
+}
+
+Result<std::unique_ptr<CpuBackend>> MakeSimBackend(const Model& model, std::unique_ptr<CpuBackend> engine) {
+  std::unique_ptr<CpuBackend> sim(new SimBackend(std::move(engine)));
+  STRATA_RETURN_IF_ERROR(sim->Bind(model));
+  return sim;
+}
+
+Result<MadeBackend> MakeBackend(const Model& model, const BackendOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(const BackendKind* kind, ParseBackendKind(options.kind));
+  return kind->make(model, options);
+}
+
+Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, const BackendKind& kind) {
   STRATA_ASSIGN_OR_RETURN(DecodeCopyPolicy p, ParseDecodeCopyPolicy(policy));
   IsaLevel isa = IsaLevel::kScalar;
-  if (kind != BackendKind::kReference) {
+  if (!kind.one_path_for_every_type) {
     STRATA_ASSIGN_OR_RETURN(isa, SelectIsa());
   }
-  if (kind == BackendKind::kReference && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;
-  // Keyed by placement: each tensor asks the kernels of where it runs. Every
-  // backend of this build places its weights on the CPU (sim's copy is
-  // multiplied by CPU kernels too); a GPU backend will place the tensors it
-  // holds on its device, and its kernels answer for them.
-  const Placement placement = WeightPlacementOf(kind);
+  if (kind.one_path_for_every_type && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;
+  // Keyed by placement: each tensor asks the kernels of where it runs.
+  const Placement placement = kind.weights;
   return model.UseDecodeCopies(p, [placement, isa](const TensorView& t) {
     return KernelSupportAt(placement, t.type, isa) == KernelSupport::kFast;
   });

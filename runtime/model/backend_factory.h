@@ -1,33 +1,79 @@
 #pragma once
-// Chooses and builds the backend for a model: the CPU backend over the fast
-// (SIMD, threads) or the reference matrix engine, or the sim backend over
-// the fast engine (sim_backend.h).
+// The backends this build can make, as one table (backend_factory.cc): for
+// each, its name for --backend, how to make it, and where it places the
+// weights it multiplies. Adding a backend is its folder and one entry there.
+//
+//   cpu        the CPU backend over the fast engine (SIMD kernels, threads)
+//   reference  the CPU backend over the reference engine (dequantize and dot)
+//   sim        the sim backend over the fast engine (sim_backend.h)
 
 #include <memory>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "runtime/base/status.h"
-
 #include "runtime/model/backend.h"
 
 namespace strata {
 
-enum class BackendKind { kReference, kFast, kSim };
-std::string_view BackendKindName(BackendKind k);  // "reference", "cpu", "sim"
-// "cpu", "reference", "sim". Errors: anything else, naming the choices.
-Result<BackendKind> ParseBackendKind(std::string_view name);
+struct BackendOptions {
+  std::string kind = "cpu";  // a name of the table (--backend)
+  int threads = 0;           // the backend's threads; 0: all cores
+  // Made to answer the memory plan's questions only (BufferPlace,
+  // WorkspaceBytes, ResidentWeightBytes, ScratchBytes, AddPlanLines,
+  // StagingBytes), so `strata-run PACK --plan --backend X` works on a machine
+  // without X's device: no device is opened, no weights are uploaded, and no
+  // pass may run on it. The CPU backends: no difference.
+  bool plan_only = false;
+};
 
-// threads: 0 = all cores. The backend refuses, naming it, a matrix it cannot
-// multiply, and holds the model's weights (Backend::Bind) when it returns.
-Result<std::unique_ptr<CpuBackend>> MakeBackend(const Model& model, BackendKind kind, int threads);
+// What MakeBackend makes: the backend, and the CPU engine that host-side
+// work beside it (the host expert tier) runs on: the backend itself when it
+// computes on the CPU; null for a device backend, whose run makes a CPU
+// engine of its own when it needs one (load_run.h HostTierEngine).
+struct MadeBackend {
+  std::unique_ptr<Backend> backend;
+  CpuBackend* cpu = nullptr;
+};
+
+// One entry of the table.
+struct BackendKind {
+  std::string_view name;     // for --backend
+  std::string_view summary;  // for --backend's help
+  // Where its kernels multiply the weights (Backend::WeightPlacement): the
+  // decode-copy choice asks that placement's kernels about each type.
+  Placement weights = Placement::kCpu;
+  // One kernel path for every type (the reference engine): no type is faster
+  // native than as its Q8_0 copy, so --decode-copies auto keeps native bytes.
+  bool one_path_for_every_type = false;
+  // When this one cannot be made and the caller allows it (the server), the
+  // backend to run on instead, with a note; empty: none.
+  std::string_view fall_back_to;
+  // Makes the backend for `model` (bound to it unless options.plan_only).
+  // Errors: a matrix it cannot multiply (naming the tensor and the type), a
+  // device that cannot be opened.
+  Result<MadeBackend> (*make)(const Model& model, const BackendOptions& options) = nullptr;
+};
+
+// Every backend of this build, the default (cpu) first.
+std::span<const BackendKind> BackendKinds();
+// The entry named `name`. Errors: kInvalidArgument naming the choices.
+Result<const BackendKind*> ParseBackendKind(std::string_view name);
+// "cpu, reference or sim": the names, for messages.
+std::string BackendKindNames();
+
+// The backend options.kind names, made for `model`: it refuses, naming it, a
+// matrix it cannot multiply, and holds the model's weights (Backend::Bind)
+// when it returns (unless plan_only).
+Result<MadeBackend> MakeBackend(const Model& model, const BackendOptions& options);
 // The sim backend over `engine` (a fast or reference CPU backend), bound to `model`.
 Result<std::unique_ptr<CpuBackend>> MakeSimBackend(const Model& model, std::unique_ptr<CpuBackend> engine);
 
 // --decode-copies: points the model at its Q8_0 decode copies as `policy`
 // ("auto", "native", "copies") says for a backend of `kind`, before that
-// backend is made (its notes then describe the bytes that run). The
-// reference backend computes every type the same way, so "auto" keeps the
-// native bytes there. Returns how many tensors now read their copy.
-Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, BackendKind kind);
+// backend is made (its notes then describe the bytes that run). Returns how
+// many tensors now read their copy.
+Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, const BackendKind& kind);
 
 }  // namespace strata

@@ -254,6 +254,11 @@ int64_t FastBackend::RowsPerChunk(const WeightMatrix& w, int64_t n, int64_t thre
   return (rows_per + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
 }
 
+bool FastBackend::CanMultiply(GgmlType type) const {
+  const uint32_t id = static_cast<uint32_t>(type);
+  return id < kGgmlTypeIdLimit && plans_[id].fn != nullptr;
+}
+
 uint64_t FastBackend::ScratchBytes(GgmlType type, int64_t cols, int64_t n) const {
   const uint32_t id = static_cast<uint32_t>(type);
   if (id >= kGgmlTypeIdLimit || plans_[id].fn == nullptr || plans_[id].act == ActFormat::kF32 || n <= 0) return 0;

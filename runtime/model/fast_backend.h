@@ -52,6 +52,7 @@ class FastBackend : public CpuBackend {
   int threads() const override { return pool_.threads(); }
   uint64_t SyncWaitNs() const override { return pool_.caller_wait_ns(); }
   std::string name() const override;  // "fast (avx512, 2 threads)"
+  bool CanMultiply(GgmlType type) const override;  // Choice(type).supported
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
   uint64_t BatchScratchBytes(GgmlType type, int64_t cols, int64_t n) const override;
   Status ReserveScratch(uint64_t bytes) override;

@@ -5,6 +5,7 @@
 
 namespace strata {
 
+bool ReferenceBackend::CanMultiply(GgmlType type) const { return HasDequantizer(type); }
 
 void ReferenceBackend::MatMul(const WeightMatrix& w, const float* x, int64_t n, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));

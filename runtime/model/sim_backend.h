@@ -35,6 +35,7 @@ class SimBackend : public CpuBackend {
   int threads() const override { return engine_->threads(); }
   std::string name() const override { return "sim over " + engine_->name(); }
   std::vector<std::string> Notes() const override { return engine_->Notes(); }
+  bool CanMultiply(GgmlType type) const override { return engine_->CanMultiply(type); }
   uint64_t ScratchBytes(GgmlType type, int64_t cols, int64_t n) const override {
     return engine_->ScratchBytes(type, cols, n);
   }

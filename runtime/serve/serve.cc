@@ -24,6 +24,7 @@
 #include "runtime/chat/chat_template.h"
 #include "runtime/memory/load_run.h"
 #include "runtime/memory/memory_plan.h"
+#include "runtime/memory/plan_format.h"
 #include "runtime/memory/run_memory.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/pack/pack_reader.h"
@@ -105,7 +106,7 @@ struct ServingParts {
 Result<ServingParts> LoadForServing(const ServeOptions& o) {
   ServingParts parts;
   LoadOptions lo = o.load;
-  lo.fall_back_to_reference = true;
+  lo.allow_fall_back = true;
   lo.who = "strata serve";
   STRATA_ASSIGN_OR_RETURN(parts.loaded, LoadRun(lo));
   const Pack& pack = *parts.loaded.pack;

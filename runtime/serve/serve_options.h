@@ -18,7 +18,7 @@ struct ServeOptions {
   // The pack and how to load it, as strata-run loads it (runtime/memory/load_run.h):
   // load.n_ctx is the positions per slot (0: the largest the memory plan fits,
   // up to the training context).
-  // Serve sets load.who and load.fall_back_to_reference itself.
+  // Serve sets load.who and load.allow_fall_back itself.
   LoadOptions load;
   std::string host = "127.0.0.1";  // loopback unless told otherwise
   int port = 8080;                 // 0: any free port (the log line says which)
