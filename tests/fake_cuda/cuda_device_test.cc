@@ -4,7 +4,6 @@
 // memory, kernels and launch arguments, errors and poisoning, events, streams
 // and graphs.
 
-#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,8 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/platform.h"
 #include "runtime/gpu/cuda_device.h"
 #include "runtime/gpu/images.h"
+#include "runtime/gpu/shared_library.h"
 #include "runtime/gpu/kernels/kernel_args.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
@@ -40,9 +41,9 @@ struct FakeControl {
 };
 
 template <typename F>
-void Find(void* lib, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  ASSERT_NE(*out, nullptr) << name << ": " << dlerror();
+void Find(const SharedLibrary& lib, const char* name, F* out) {
+  *out = reinterpret_cast<F>(lib.Symbol(name));
+  ASSERT_NE(*out, nullptr) << name << " is not exported by " << lib.path();
 }
 
 // An image the fake accepts: this build's CUDA image when it has one, else a
@@ -72,10 +73,12 @@ const char* const kFakeVariables[] = {"FAKE_CUDA_DEVICES", "FAKE_CUDA_CC",     "
 class CudaDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : kFakeVariables) unsetenv(v);
+    for (const char* v : kFakeVariables) SetEnvVar(v, nullptr);
     UseDriver(STRATA_FAKE_CUDA);
-    void* lib = dlopen(STRATA_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(lib, nullptr) << dlerror();
+    // The library the loader opens (it stays loaded): the same instance.
+    auto opened = SharedLibrary::Open(STRATA_FAKE_CUDA);
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    const SharedLibrary& lib = **opened;
     Find(lib, "fake_cuda_launch_count", &fake_.launch_count);
     Find(lib, "fake_cuda_get_launch", &fake_.get_launch);
     Find(lib, "fake_cuda_live_allocations", &fake_.live_allocations);
@@ -89,12 +92,12 @@ class CudaDeviceTest : public ::testing::Test {
     Find(lib, "fake_cuda_last_max_dynamic_shared", &fake_.last_max_dynamic_shared);
   }
   void TearDown() override {
-    for (const char* v : kFakeVariables) unsetenv(v);
-    unsetenv("STRATA_CUDA_DRIVER");
+    for (const char* v : kFakeVariables) SetEnvVar(v, nullptr);
+    SetEnvVar("STRATA_CUDA_DRIVER", nullptr);
   }
 
-  static void UseDriver(const char* path) { setenv("STRATA_CUDA_DRIVER", path, 1); }
-  static void Set(const char* name, const char* value) { setenv(name, value, 1); }
+  static void UseDriver(const char* path) { SetEnvVar("STRATA_CUDA_DRIVER", path); }
+  static void Set(const char* name, const char* value) { SetEnvVar(name, value); }
 
   std::unique_ptr<Device> OpenOrDie(int ordinal = 0) {
     auto device = OpenCudaDeviceWithImage(ordinal, TestImage());
@@ -206,7 +209,7 @@ TEST_F(CudaDeviceTest, DriverMissingAnEntryPoint) {
 }
 
 TEST_F(CudaDeviceTest, DriverFileMissing) {
-  UseDriver("/nonexistent/libcuda-for-strata.so");
+  UseDriver("/nonexistent/libcuda-for-strata.so");  // a folder: no search, that file only
   const Status s = OpenError();
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_THAT(s.message(), HasSubstr("no CUDA driver: /nonexistent/libcuda-for-strata.so (STRATA_CUDA_DRIVER)"));

@@ -1,7 +1,8 @@
 #pragma once
 // What a test reads back from the fake CUDA driver (fake_libcuda.cc): the
-// fake's own exports, beside the driver API. A test dlopens the same library
-// the loader did (STRATA_CUDA_DRIVER) and finds these with dlsym.
+// fake's own exports, beside the driver API. A test opens the same library
+// the loader did (STRATA_CUDA_DRIVER; runtime/gpu/shared_library.h) and
+// finds these by name.
 //
 // The fake is configured by environment variables, read at each cuInit (the
 // loader calls cuInit at every OpenCudaDevice), which also resets its call

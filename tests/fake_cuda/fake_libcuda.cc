@@ -17,6 +17,8 @@
 // Builds (tests/fake_cuda/CMakeLists.txt): the full driver (cuGetProcAddress
 // and cuGetProcAddress_v2, CUDA 13.0); FAKE_CUDA_LEGACY: only the first
 // cuGetProcAddress, CUDA 11.8; FAKE_CUDA_ANCIENT: no cuGetProcAddress at all.
+// Each is a .so on Linux and a DLL on Windows (run under Wine), so the
+// loader's dlopen and LoadLibraryExW paths both run.
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <string_view>
@@ -33,7 +36,11 @@
 #include "runtime/gpu/cuda_driver_api.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
+#if defined(_WIN32)
+#define FAKE_EXPORT extern "C" __declspec(dllexport)
+#else
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
 
 namespace {
 
@@ -285,7 +292,7 @@ bool InDeviceMemory(CUdeviceptr p, size_t bytes) {
 
 void FreeEverything() {
   State& s = S();
-  for (auto& [p, bytes] : s.allocations) std::free(reinterpret_cast<void*>(p));
+  for (auto& [p, bytes] : s.allocations) ::operator delete(reinterpret_cast<void*>(p), std::align_val_t{256});
   s.allocations.clear();
   s.used = 0;
   Streams().clear();
@@ -535,7 +542,7 @@ FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   State& s = S();
   if (bytes > s.settings.memory - s.used) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  void* p = ::operator new(bytes, std::align_val_t{256}, std::nothrow);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   s.allocations[reinterpret_cast<uintptr_t>(p)] = bytes;
   s.used += bytes;
@@ -549,7 +556,7 @@ FAKE_EXPORT CUresult cuMemFree(CUdeviceptr ptr) {
   auto it = S().allocations.find(static_cast<uintptr_t>(ptr));
   if (it == S().allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   S().used -= it->second;
-  std::free(reinterpret_cast<void*>(it->first));
+  ::operator delete(reinterpret_cast<void*>(it->first), std::align_val_t{256});
   S().allocations.erase(it);
   return CUDA_SUCCESS;
 }
