@@ -179,7 +179,8 @@ TEST_F(GpuDriverTest, CudaWithTheSystemsDriver) {
   EXPECT_THAT(s.message(), HasSubstr("--backend cpu"));
 #if STRATA_GPU_CUDA_IMAGE
   EXPECT_THAT(s.message(), HasSubstr(kCudaLibrary));
-  EXPECT_THAT(s.message(), AnyOf(HasSubstr("no CUDA driver: "), HasSubstr("cuInit failed"), HasSubstr("no CUDA device")));
+  EXPECT_THAT(s.message(),
+              AnyOf(HasSubstr("no CUDA driver: "), HasSubstr("cuInit failed"), HasSubstr("no CUDA device")));
 #else
   EXPECT_THAT(s.message(), HasSubstr("this build has no CUDA device code"));
   EXPECT_THAT(s.message(), HasSubstr(STRATA_GPU_CUDA_NOTE));
@@ -191,8 +192,9 @@ TEST_F(GpuDriverTest, CudaDriverOverrideThatIsNotThere) {
   auto device = OpenCudaDeviceWithImage(0, HeaderOnlyImage());
   ASSERT_FALSE(device.ok());
   EXPECT_EQ(device.status().code(), StatusCode::kUnsupported);
-  EXPECT_THAT(device.status().message(),
-              HasSubstr("no CUDA driver: /nonexistent/folder/libcuda-strata-test.so (STRATA_CUDA_DRIVER) was not found"));
+  EXPECT_THAT(
+      device.status().message(),
+      HasSubstr("no CUDA driver: /nonexistent/folder/libcuda-strata-test.so (STRATA_CUDA_DRIVER) was not found"));
   EXPECT_THAT(device.status().message(), HasSubstr("libcuda-strata-test.so"));
 }
 
@@ -210,7 +212,8 @@ TEST_F(GpuDriverTest, HipWithTheSystemsRuntime) {
 #if STRATA_GPU_HIP_IMAGE
   // No HIP runtime at all, or one (Debian's libamdhip64 here) without a GPU.
   EXPECT_THAT(s.message(), HasSubstr(kHipLibrary));
-  EXPECT_THAT(s.message(), AnyOf(HasSubstr("no HIP runtime: "), HasSubstr("hipInit failed"), HasSubstr("no HIP device")));
+  EXPECT_THAT(s.message(),
+              AnyOf(HasSubstr("no HIP runtime: "), HasSubstr("hipInit failed"), HasSubstr("no HIP device")));
 #else
   EXPECT_THAT(s.message(), HasSubstr("this build has no HIP device code"));
   EXPECT_THAT(s.message(), HasSubstr(STRATA_GPU_HIP_NOTE));
@@ -222,8 +225,9 @@ TEST_F(GpuDriverTest, HipDriverOverrideThatIsNotThere) {
   auto device = OpenHipDeviceWithImage(0, HeaderOnlyImage());
   ASSERT_FALSE(device.ok());
   EXPECT_EQ(device.status().code(), StatusCode::kUnsupported);
-  EXPECT_THAT(device.status().message(),
-              HasSubstr("no HIP runtime: /nonexistent/folder/libamdhip64-strata-test.so (STRATA_HIP_DRIVER) not found"));
+  EXPECT_THAT(
+      device.status().message(),
+      HasSubstr("no HIP runtime: /nonexistent/folder/libamdhip64-strata-test.so (STRATA_HIP_DRIVER) not found"));
 }
 
 // --- reading the HIP architecture without hipDeviceProp_t's layout -----------------------
@@ -247,10 +251,10 @@ TEST(GcnArchName, FoundWhereverTheLayoutPutsIt) {
 
 TEST(GcnArchName, NotTheNameFieldNorTheMiddleOfAString) {
   std::vector<uint8_t> props(2048, 0);
-  Put(props, 0, "gfx906");             // in the name field: not the arch field
-  Put(props, 300, "xgfx908");          // not at the start of a field
-  Put(props, 400, "gfxabc");           // no digit after gfx
-  Put(props, 500, "gfx9:bad space");   // not a whole target id
+  Put(props, 0, "gfx906");            // in the name field: not the arch field
+  Put(props, 300, "xgfx908");         // not at the start of a field
+  Put(props, 400, "gfxabc");          // no digit after gfx
+  Put(props, 500, "gfx9:bad space");  // not a whole target id
   EXPECT_EQ(FindGcnArchName(props.data(), props.size()), "");
   Put(props, 900, "gfx908:xnack+");
   EXPECT_EQ(FindGcnArchName(props.data(), props.size()), "gfx908");

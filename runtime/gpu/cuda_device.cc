@@ -1,6 +1,7 @@
 #include "runtime/gpu/cuda_device.h"
 
 #include <atomic>
+#include <concepts>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,10 +35,8 @@ bool PoisonsContext(CUresult r) {
     case CUDA_ERROR_LAUNCH_FAILED:
     case CUDA_ERROR_TENSOR_MEMORY_LEAK:
     case CUDA_ERROR_MPS_CLIENT_TERMINATED:
-    case CUDA_ERROR_EXTERNAL_DEVICE:
-      return true;
-    default:
-      return false;
+    case CUDA_ERROR_EXTERNAL_DEVICE: return true;
+    default: return false;
   }
 }
 
@@ -116,6 +115,12 @@ class CudaDevice final : public Device {
   // The Status for `r` from `call` ("cuMemAlloc(4096 bytes for 'weights')"),
   // OK for CUDA_SUCCESS. Records a poisoning error.
   Status Check(CUresult r, std::string_view call);
+  // The same, with the call described only when it failed: copies and
+  // launches build no string when they succeed.
+  template <std::invocable Describe>
+  Status Check(CUresult r, const Describe& describe) {
+    return r == CUDA_SUCCESS ? Status::Ok() : Check(r, std::string_view(describe()));
+  }
   CUstream StreamOf(Stream s) const { return s == nullptr ? default_stream_ : ToCu(s); }
   Status LoadModule();
 
@@ -190,7 +195,7 @@ Status CudaDevice::Open() {
 
   const auto attribute = [&](int which, const char* what, int* value) {
     return Check(d_.DeviceGetAttribute(value, which, device_),
-                 std::string("cuDeviceGetAttribute(") + what + ")");
+                 [&] { return std::string("cuDeviceGetAttribute(") + what + ")"; });
   };
   int major = 0, minor = 0, sms = 0, threads = 0, warp = 0, shared = 0, optin = 0;
   STRATA_RETURN_IF_ERROR(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major", &major));
@@ -198,7 +203,8 @@ Status CudaDevice::Open() {
   STRATA_RETURN_IF_ERROR(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count", &sms));
   STRATA_RETURN_IF_ERROR(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block", &threads));
   STRATA_RETURN_IF_ERROR(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size", &warp));
-  STRATA_RETURN_IF_ERROR(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block", &shared));
+  STRATA_RETURN_IF_ERROR(
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block", &shared));
   STRATA_RETURN_IF_ERROR(
       attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "shared memory per block opt-in", &optin));
   size_t total = 0;
@@ -237,8 +243,9 @@ Status CudaDevice::LoadModule() {
   }
   if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE ||
       r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND) {
-    return Unsupported("cuModuleLoadData on " + Where() + ": " + d_.ErrorText(r) + ": the driver (CUDA " + d_.VersionNumber() +
-                       ") cannot load " + has + "; a driver older than the compiler's CUDA version cannot; update "
+    return Unsupported("cuModuleLoadData on " + Where() + ": " + d_.ErrorText(r) + ": the driver (CUDA " +
+                       d_.VersionNumber() + ") cannot load " + has +
+                       "; a driver older than the compiler's CUDA version cannot; update "
                        "the NVIDIA driver, or run with --backend cpu");
   }
   return Check(r, "cuModuleLoadData (" + std::to_string(image_.size) + "-byte image: " + image_.targets + ")");
@@ -262,13 +269,13 @@ Result<DevicePtr> CudaDevice::Allocate(uint64_t bytes, std::string_view what) {
   const CUresult r = d_.MemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     size_t f = 0, t = 0;
-    const std::string state = d_.MemGetInfo(&f, &t) == CUDA_SUCCESS
-                                  ? "; " + ByteCount(f) + " of " + ByteCount(t) + " free"
-                                  : "";
+    const std::string state =
+        d_.MemGetInfo(&f, &t) == CUDA_SUCCESS ? "; " + ByteCount(f) + " of " + ByteCount(t) + " free" : "";
     return ResourceExhausted("cuMemAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "') on " + Where() +
                              ": " + d_.ErrorText(r) + state + "; use a smaller context or fewer layers on the GPU");
   }
-  STRATA_RETURN_IF_ERROR(Check(r, "cuMemAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"));
+  STRATA_RETURN_IF_ERROR(
+      Check(r, [&] { return "cuMemAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"; }));
   return static_cast<DevicePtr>(p);
 }
 
@@ -282,8 +289,9 @@ Result<void*> CudaDevice::AllocatePinned(uint64_t bytes, std::string_view what) 
   if (bytes == 0) return InvalidArgument("AllocatePinned(0 bytes) for '" + std::string(what) + "' on " + Where());
   void* p = nullptr;
   // Portable: pinned for every context, so a buffer serves any device.
-  STRATA_RETURN_IF_ERROR(Check(d_.MemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE),
-                               "cuMemHostAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"));
+  STRATA_RETURN_IF_ERROR(Check(d_.MemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE), [&] {
+    return "cuMemHostAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')";
+  }));
   return p;
 }
 
@@ -297,25 +305,29 @@ void CudaDevice::FreePinned(void* p) {
 Status CudaDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
-  return Check(d_.MemcpyHtoDAsync(dst, src, bytes, StreamOf(stream)), "cuMemcpyHtoDAsync(" + ByteCount(bytes) + ")");
+  return Check(d_.MemcpyHtoDAsync(dst, src, bytes, StreamOf(stream)),
+               [&] { return "cuMemcpyHtoDAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status CudaDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
-  return Check(d_.MemcpyDtoHAsync(dst, src, bytes, StreamOf(stream)), "cuMemcpyDtoHAsync(" + ByteCount(bytes) + ")");
+  return Check(d_.MemcpyDtoHAsync(dst, src, bytes, StreamOf(stream)),
+               [&] { return "cuMemcpyDtoHAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status CudaDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
-  return Check(d_.MemcpyDtoDAsync(dst, src, bytes, StreamOf(stream)), "cuMemcpyDtoDAsync(" + ByteCount(bytes) + ")");
+  return Check(d_.MemcpyDtoDAsync(dst, src, bytes, StreamOf(stream)),
+               [&] { return "cuMemcpyDtoDAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status CudaDevice::Fill(DevicePtr dst, uint8_t value, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
-  return Check(d_.MemsetD8Async(dst, value, bytes, StreamOf(stream)), "cuMemsetD8Async(" + ByteCount(bytes) + ")");
+  return Check(d_.MemsetD8Async(dst, value, bytes, StreamOf(stream)),
+               [&] { return "cuMemsetD8Async(" + ByteCount(bytes) + ")"; });
 }
 
 // --- kernels -----------------------------------------------------------------------
@@ -327,11 +339,12 @@ Result<Kernel> CudaDevice::FindKernel(std::string_view name) {
   entry.name = std::string(name);
   const CUresult r = d_.ModuleGetFunction(&entry.function, module_, entry.name.c_str());
   if (r == CUDA_ERROR_NOT_FOUND) {
-    return NotFound("kernel " + entry.name + " is not in this build's CUDA image (" + image_.targets +
-                    ", " + image_.compiler + "): runtime/gpu/kernels/all_kernels.cu must include the file "
+    return NotFound("kernel " + entry.name + " is not in this build's CUDA image (" + image_.targets + ", " +
+                    image_.compiler +
+                    "): runtime/gpu/kernels/all_kernels.cu must include the file "
                     "that defines it");
   }
-  STRATA_RETURN_IF_ERROR(Check(r, "cuModuleGetFunction(" + entry.name + ")"));
+  STRATA_RETURN_IF_ERROR(Check(r, [&] { return "cuModuleGetFunction(" + entry.name + ")"; }));
   entry.dynamic_shared = info_.shared_per_block;
   if (d_.FuncGetParamInfo != nullptr) {
     size_t offset = 0, size = 0;
@@ -346,14 +359,14 @@ Status CudaDevice::SetMaxDynamicShared(Kernel kernel, uint32_t bytes) {
   STRATA_RETURN_IF_ERROR(Enter());
   auto* k = reinterpret_cast<KernelEntry*>(kernel);
   if (bytes > info_.shared_per_block_optin) {
-    return InvalidArgument("kernel " + k->name + ": " + std::to_string(bytes) + " bytes of dynamic shared memory "
-                           "asked; " + Where() + " allows " + std::to_string(info_.shared_per_block_optin) +
-                           " per block");
+    return InvalidArgument("kernel " + k->name + ": " + std::to_string(bytes) +
+                           " bytes of dynamic shared memory "
+                           "asked; " +
+                           Where() + " allows " + std::to_string(info_.shared_per_block_optin) + " per block");
   }
-  STRATA_RETURN_IF_ERROR(Check(d_.FuncSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                static_cast<int>(bytes)),
-                               "cuFuncSetAttribute(" + k->name + ", max dynamic shared " + std::to_string(bytes) +
-                                   ")"));
+  STRATA_RETURN_IF_ERROR(
+      Check(d_.FuncSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+            [&] { return "cuFuncSetAttribute(" + k->name + ", max dynamic shared " + std::to_string(bytes) + ")"; }));
   k->dynamic_shared = bytes;
   return Status::Ok();
 }
@@ -369,7 +382,7 @@ Status CudaDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic
   void* params[1] = {const_cast<void*>(args)};
   return Check(d_.LaunchKernel(k->function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_shared,
                                StreamOf(stream), params, nullptr),
-               "cuLaunchKernel(" + k->name + ")");
+               [&] { return "cuLaunchKernel(" + k->name + ")"; });
 }
 
 // --- order and time -----------------------------------------------------------------

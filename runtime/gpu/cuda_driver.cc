@@ -63,8 +63,8 @@ Status ResolveAll(const ProcResolver& resolver, CudaDriver* d) {
   const auto take = [&](auto& fn, const char* name) -> Status {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(resolver.Resolve(name, kCudaApiVersion, &why));
     if (fn != nullptr) return Status::Ok();
-    return Unsupported("the CUDA driver " + d->library + " (CUDA " + VersionString(d->version) + ") has no " +
-                       name + " for CUDA " + VersionString(kCudaApiVersion) + " (" + why + "); " + kWhatToDo);
+    return Unsupported("the CUDA driver " + d->library + " (CUDA " + VersionString(d->version) + ") has no " + name +
+                       " for CUDA " + VersionString(kCudaApiVersion) + " (" + why + "); " + kWhatToDo);
   };
 #define STRATA_TAKE(member, name) STRATA_RETURN_IF_ERROR(take(d->member, name))
   STRATA_TAKE(GetErrorName, "cuGetErrorName");
@@ -131,7 +131,8 @@ Result<std::shared_ptr<CudaDriver>> LoadTable(const std::string& path, bool from
   if (!resolver.usable()) {
     return Unsupported("the CUDA driver " + path + origin +
                        " is too old: it has no cuGetProcAddress (drivers for CUDA 11.3 and later have it; this build "
-                       "needs one for CUDA " + VersionString(kCudaApiVersion) + " or later); " + kWhatToDo);
+                       "needs one for CUDA " +
+                       VersionString(kCudaApiVersion) + " or later); " + kWhatToDo);
   }
   auto d = std::make_shared<CudaDriver>();
   d->library = path;
@@ -185,8 +186,8 @@ Result<std::shared_ptr<const CudaDriver>> LoadCudaDriver() {
     } else {
       hint = "the driver could not start";
     }
-    return Unsupported("CUDA: cuInit failed in " + d->library + " (CUDA " + d->VersionNumber() + "): " + d->ErrorText(r) +
-                       "; " + hint + "; or run with --backend cpu");
+    return Unsupported("CUDA: cuInit failed in " + d->library + " (CUDA " + d->VersionNumber() +
+                       "): " + d->ErrorText(r) + "; " + hint + "; or run with --backend cpu");
   }
   return std::shared_ptr<const CudaDriver>(std::move(d));
 }

@@ -94,7 +94,11 @@ enum : unsigned { CU_STREAM_NON_BLOCKING = 0x1 };
 enum : unsigned { CU_EVENT_DEFAULT = 0x0 };
 enum : unsigned { CU_EVENT_WAIT_DEFAULT = 0x0 };
 enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 0x1 };
-enum : int { CU_STREAM_CAPTURE_MODE_GLOBAL = 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1, CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2
+};
 
 // cuGetProcAddress: search flags (CUdriverProcAddress_flags) and the
 // symbol status the _v2 variant reports (CUdriverProcAddressQueryResult).

@@ -1,6 +1,7 @@
 #include "runtime/gpu/hip_device.h"
 
 #include <atomic>
+#include <concepts>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -28,10 +29,8 @@ bool PoisonsDevice(hipError_t e) {
     case hipErrorIllegalAddress:
     case hipErrorLaunchTimeOut:
     case hipErrorAssert:
-    case hipErrorLaunchFailure:
-      return true;
-    default:
-      return false;
+    case hipErrorLaunchFailure: return true;
+    default: return false;
   }
 }
 
@@ -103,6 +102,11 @@ class HipDevice final : public Device {
   // on this thread (hipSetDevice). Every call starts here.
   Status Enter();
   Status Check(hipError_t e, std::string_view call);
+  // The same, with the call described only when it failed (as cuda_device.cc).
+  template <std::invocable Describe>
+  Status Check(hipError_t e, const Describe& describe) {
+    return e == hipSuccess ? Status::Ok() : Check(e, std::string_view(describe()));
+  }
   hipStream_t StreamOf(Stream s) const { return s == nullptr ? default_stream_ : ToHip(s); }
   std::string ArchName();
   Status LoadModule();
@@ -179,7 +183,8 @@ Status HipDevice::Open() {
   info_.name = name;
 
   const auto attribute = [&](int which, const char* what, int* value) {
-    return Check(d_.DeviceGetAttribute(value, which, ordinal), std::string("hipDeviceGetAttribute(") + what + ")");
+    return Check(d_.DeviceGetAttribute(value, which, ordinal),
+                 [&] { return std::string("hipDeviceGetAttribute(") + what + ")"; });
   };
   int sms = 0, threads = 0, warp = 0, shared = 0, optin = 0;
   STRATA_RETURN_IF_ERROR(attribute(hipDeviceAttributeMultiprocessorCount, "multiprocessor count", &sms));
@@ -205,12 +210,12 @@ Status HipDevice::Open() {
   info_.int8_mma = false;
   // The 4-way int8 dot product (LLVM's dot1-insts: v_dot4_i32_i8): the GCN
   // data-center chips. portable.h's Dp4a uses it on gfx90a.
-  info_.dp4a = info_.arch == "gfx906" || info_.arch == "gfx908" || info_.arch == "gfx90a" ||
-               info_.arch.rfind("gfx94", 0) == 0;
+  info_.dp4a =
+      info_.arch == "gfx906" || info_.arch == "gfx908" || info_.arch == "gfx90a" || info_.arch.rfind("gfx94", 0) == 0;
 
   STRATA_RETURN_IF_ERROR(Enter());
-  STRATA_RETURN_IF_ERROR(Check(d_.StreamCreateWithFlags(&default_stream_, hipStreamNonBlocking),
-                               "hipStreamCreateWithFlags"));
+  STRATA_RETURN_IF_ERROR(
+      Check(d_.StreamCreateWithFlags(&default_stream_, hipStreamNonBlocking), "hipStreamCreateWithFlags"));
   return LoadModule();
 }
 
@@ -251,7 +256,8 @@ Result<DevicePtr> HipDevice::Allocate(uint64_t bytes, std::string_view what) {
     return ResourceExhausted("hipMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "') on " + Where() +
                              ": " + d_.ErrorText(e) + state + "; use a smaller context or fewer layers on the GPU");
   }
-  STRATA_RETURN_IF_ERROR(Check(e, "hipMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"));
+  STRATA_RETURN_IF_ERROR(
+      Check(e, [&] { return "hipMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"; }));
   return static_cast<DevicePtr>(reinterpret_cast<uintptr_t>(p));
 }
 
@@ -264,8 +270,9 @@ Result<void*> HipDevice::AllocatePinned(uint64_t bytes, std::string_view what) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return InvalidArgument("AllocatePinned(0 bytes) for '" + std::string(what) + "' on " + Where());
   void* p = nullptr;
-  STRATA_RETURN_IF_ERROR(Check(d_.HostMalloc(&p, bytes, hipHostMallocDefault),
-                               "hipHostMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')"));
+  STRATA_RETURN_IF_ERROR(Check(d_.HostMalloc(&p, bytes, hipHostMallocDefault), [&] {
+    return "hipHostMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "')";
+  }));
   return p;
 }
 
@@ -281,28 +288,28 @@ Status HipDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, S
   if (bytes == 0) return Status::Ok();
   // HIP's declaration takes `void*`; it only reads the source.
   return Check(d_.MemcpyHtoDAsync(ToHip(dst), const_cast<void*>(src), bytes, StreamOf(stream)),
-               "hipMemcpyHtoDAsync(" + ByteCount(bytes) + ")");
+               [&] { return "hipMemcpyHtoDAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status HipDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
   return Check(d_.MemcpyDtoHAsync(dst, ToHip(src), bytes, StreamOf(stream)),
-               "hipMemcpyDtoHAsync(" + ByteCount(bytes) + ")");
+               [&] { return "hipMemcpyDtoHAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status HipDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
   return Check(d_.MemcpyDtoDAsync(ToHip(dst), ToHip(src), bytes, StreamOf(stream)),
-               "hipMemcpyDtoDAsync(" + ByteCount(bytes) + ")");
+               [&] { return "hipMemcpyDtoDAsync(" + ByteCount(bytes) + ")"; });
 }
 
 Status HipDevice::Fill(DevicePtr dst, uint8_t value, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
   return Check(d_.MemsetD8Async(ToHip(dst), value, bytes, StreamOf(stream)),
-               "hipMemsetD8Async(" + ByteCount(bytes) + ")");
+               [&] { return "hipMemsetD8Async(" + ByteCount(bytes) + ")"; });
 }
 
 // --- kernels -----------------------------------------------------------------------
@@ -317,7 +324,7 @@ Result<Kernel> HipDevice::FindKernel(std::string_view name) {
     return NotFound("kernel " + entry.name + " is not in this build's HIP image (" + image_.targets + ", " +
                     image_.compiler + "): runtime/gpu/kernels/all_kernels.cu must include the file that defines it");
   }
-  STRATA_RETURN_IF_ERROR(Check(e, "hipModuleGetFunction(" + entry.name + ")"));
+  STRATA_RETURN_IF_ERROR(Check(e, [&] { return "hipModuleGetFunction(" + entry.name + ")"; }));
   entry.dynamic_shared = info_.shared_per_block;
   auto [it, inserted] = kernels_.emplace(entry.name, std::move(entry));
   return reinterpret_cast<Kernel>(&it->second);
@@ -329,16 +336,17 @@ Status HipDevice::SetMaxDynamicShared(Kernel kernel, uint32_t bytes) {
   STRATA_RETURN_IF_ERROR(Enter());
   auto* k = reinterpret_cast<KernelEntry*>(kernel);
   if (bytes > info_.shared_per_block_optin) {
-    return InvalidArgument("kernel " + k->name + ": " + std::to_string(bytes) + " bytes of dynamic shared memory "
-                           "asked; " + Where() + " allows " + std::to_string(info_.shared_per_block_optin) +
-                           " per block");
+    return InvalidArgument("kernel " + k->name + ": " + std::to_string(bytes) +
+                           " bytes of dynamic shared memory "
+                           "asked; " +
+                           Where() + " allows " + std::to_string(info_.shared_per_block_optin) + " per block");
   }
   k->dynamic_shared = bytes > info_.shared_per_block ? bytes : info_.shared_per_block;
   return Status::Ok();
 }
 
-Status HipDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic_shared, Stream stream,
-                         const void* args, size_t args_bytes) {
+Status HipDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic_shared, Stream stream, const void* args,
+                         size_t args_bytes) {
   STRATA_RETURN_IF_ERROR(Enter());
   const auto* k = reinterpret_cast<const KernelEntry*>(kernel);
   STRATA_RETURN_IF_ERROR(CheckLaunch(k->name, grid, block, dynamic_shared, args, args_bytes, 0,
@@ -346,7 +354,7 @@ Status HipDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic_
   void* params[1] = {const_cast<void*>(args)};
   return Check(d_.ModuleLaunchKernel(k->function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_shared,
                                      StreamOf(stream), params, nullptr),
-               "hipModuleLaunchKernel(" + k->name + ")");
+               [&] { return "hipModuleLaunchKernel(" + k->name + ")"; });
 }
 
 // --- order and time -----------------------------------------------------------------

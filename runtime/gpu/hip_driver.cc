@@ -91,8 +91,8 @@ Result<std::shared_ptr<HipDriver>> LoadTable(const SharedLibrary& lib, const std
     return Unsupported("HIP " + lib.path() + origin + " has no hipDriverGetVersion: not a HIP runtime; " + kWhatToDo);
   }
   if (const hipError_t e = d->DriverGetVersion(&d->version); e != hipSuccess) {
-    return Unsupported("HIP " + lib.path() + origin + ": hipDriverGetVersion failed (hipError_t " +
-                       std::to_string(e) + "); " + kWhatToDo);
+    return Unsupported("HIP " + lib.path() + origin + ": hipDriverGetVersion failed (hipError_t " + std::to_string(e) +
+                       "); " + kWhatToDo);
   }
   if (d->version < kHipMinimumVersion) {
     return Unsupported("HIP " + lib.path() + origin + " is too old: it is HIP " + VersionString(d->version) +
@@ -141,8 +141,8 @@ Result<std::shared_ptr<const HipDriver>> LoadHipDriver() {
                                  ? "no AMD GPU is visible (check rocminfo, HIP_VISIBLE_DEVICES, and that this user "
                                    "may open /dev/kfd and /dev/dri: the render and video groups)"
                                  : "the HIP runtime could not start";
-    return Unsupported("HIP: hipInit failed in " + d->library + " (HIP " + d->VersionNumber() + "): " +
-                       d->ErrorText(e) + "; " + hint + "; or run with --backend cpu");
+    return Unsupported("HIP: hipInit failed in " + d->library + " (HIP " + d->VersionNumber() +
+                       "): " + d->ErrorText(e) + "; " + hint + "; or run with --backend cpu");
   }
   return std::shared_ptr<const HipDriver>(std::move(d));
 }

@@ -98,10 +98,8 @@ using PFN_hipHostFree = hipError_t (*)(void* ptr);
 // HIP declares the source `void*`; it only reads it.
 using PFN_hipMemcpyHtoDAsync = hipError_t (*)(hipDeviceptr_t dst, void* src, size_t bytes, hipStream_t stream);
 using PFN_hipMemcpyDtoHAsync = hipError_t (*)(void* dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream);
-using PFN_hipMemcpyDtoDAsync = hipError_t (*)(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes,
-                                              hipStream_t stream);
-using PFN_hipMemsetD8Async = hipError_t (*)(hipDeviceptr_t dst, unsigned char value, size_t count,
-                                            hipStream_t stream);
+using PFN_hipMemcpyDtoDAsync = hipError_t (*)(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream);
+using PFN_hipMemsetD8Async = hipError_t (*)(hipDeviceptr_t dst, unsigned char value, size_t count, hipStream_t stream);
 using PFN_hipStreamCreateWithFlags = hipError_t (*)(hipStream_t* stream, unsigned flags);
 using PFN_hipStreamDestroy = hipError_t (*)(hipStream_t stream);
 using PFN_hipStreamSynchronize = hipError_t (*)(hipStream_t stream);

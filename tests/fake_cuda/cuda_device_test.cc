@@ -4,6 +4,8 @@
 // memory, kernels and launch arguments, errors and poisoning, events, streams
 // and graphs.
 
+#include "runtime/gpu/cuda_device.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,10 +16,9 @@
 #include <vector>
 
 #include "runtime/base/platform.h"
-#include "runtime/gpu/cuda_device.h"
 #include "runtime/gpu/images.h"
-#include "runtime/gpu/shared_library.h"
 #include "runtime/gpu/kernels/kernel_args.h"
+#include "runtime/gpu/shared_library.h"
 #include "tests/fake_cuda/fake_cuda_control.h"
 
 namespace strata::gpu {
@@ -66,9 +67,8 @@ const ModuleImage& TestImage() {
   return image;
 }
 
-const char* const kFakeVariables[] = {"FAKE_CUDA_DEVICES", "FAKE_CUDA_CC",     "FAKE_CUDA_VERSION",
-                                      "FAKE_CUDA_MEMORY",  "FAKE_CUDA_KERNELS", "FAKE_CUDA_PARAMS",
-                                      "FAKE_CUDA_HIDE",    "FAKE_CUDA_FAIL"};
+const char* const kFakeVariables[] = {"FAKE_CUDA_DEVICES", "FAKE_CUDA_CC",     "FAKE_CUDA_VERSION", "FAKE_CUDA_MEMORY",
+                                      "FAKE_CUDA_KERNELS", "FAKE_CUDA_PARAMS", "FAKE_CUDA_HIDE",    "FAKE_CUDA_FAIL"};
 
 class CudaDeviceTest : public ::testing::Test {
  protected:

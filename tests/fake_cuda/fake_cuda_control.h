@@ -33,9 +33,9 @@ struct FakeCudaLaunch {
   unsigned block[3];
   unsigned shared_bytes;
   void* stream;
-  int from_graph;            // 1: replayed by cuGraphLaunch
-  size_t args_bytes;         // the parameter size the fake knew (FAKE_CUDA_PARAMS); 0 if none
-  unsigned char args[256];   // the first args_bytes bytes of the argument struct
+  int from_graph;           // 1: replayed by cuGraphLaunch
+  size_t args_bytes;        // the parameter size the fake knew (FAKE_CUDA_PARAMS); 0 if none
+  unsigned char args[256];  // the first args_bytes bytes of the argument struct
 };
 
 // Launches run (or replayed) since the last cuInit.

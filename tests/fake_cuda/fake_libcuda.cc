@@ -209,8 +209,8 @@ CUresult Enter(const char* call, Needs needs) {
   return CUDA_SUCCESS;
 }
 
-#define FAKE_ENTER(needs)                                         \
-  std::lock_guard<std::recursive_mutex> lock_(S().mutex);         \
+#define FAKE_ENTER(needs)                                 \
+  std::lock_guard<std::recursive_mutex> lock_(S().mutex); \
   if (const CUresult e_ = Enter(__func__, needs); e_ != CUDA_SUCCESS) return e_
 
 std::map<void*, std::unique_ptr<FakeStream>>& Streams() {
@@ -292,7 +292,7 @@ bool InDeviceMemory(CUdeviceptr p, size_t bytes) {
 
 void FreeEverything() {
   State& s = S();
-  for (auto& [p, bytes] : s.allocations) ::operator delete(reinterpret_cast<void*>(p), std::align_val_t{256});
+  for (auto& [p, bytes] : s.allocations) ::operator delete (reinterpret_cast<void*>(p), std::align_val_t{256});
   s.allocations.clear();
   s.used = 0;
   Streams().clear();
@@ -312,14 +312,18 @@ const std::map<CUresult, std::pair<const char*, const char*>>& ErrorTable() {
       {CUDA_ERROR_INVALID_DEVICE, {"CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"}},
       {CUDA_ERROR_INVALID_IMAGE, {"CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"}},
       {CUDA_ERROR_INVALID_CONTEXT, {"CUDA_ERROR_INVALID_CONTEXT", "invalid device context"}},
-      {CUDA_ERROR_NO_BINARY_FOR_GPU, {"CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"}},
-      {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."}},
+      {CUDA_ERROR_NO_BINARY_FOR_GPU,
+       {"CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"}},
+      {CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+       {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."}},
       {CUDA_ERROR_INVALID_HANDLE, {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"}},
       {CUDA_ERROR_NOT_FOUND, {"CUDA_ERROR_NOT_FOUND", "named symbol not found"}},
       {CUDA_ERROR_ILLEGAL_ADDRESS, {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"}},
       {CUDA_ERROR_LAUNCH_FAILED, {"CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"}},
-      {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"}},
-      {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"}},
+      {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+       {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"}},
+      {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+       {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"}},
   };
   return *table;
 }
@@ -542,7 +546,7 @@ FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   State& s = S();
   if (bytes > s.settings.memory - s.used) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = ::operator new(bytes, std::align_val_t{256}, std::nothrow);
+  void* p = ::operator new (bytes, std::align_val_t{256}, std::nothrow);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   s.allocations[reinterpret_cast<uintptr_t>(p)] = bytes;
   s.used += bytes;
@@ -556,7 +560,7 @@ FAKE_EXPORT CUresult cuMemFree(CUdeviceptr ptr) {
   auto it = S().allocations.find(static_cast<uintptr_t>(ptr));
   if (it == S().allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   S().used -= it->second;
-  ::operator delete(reinterpret_cast<void*>(it->first), std::align_val_t{256});
+  ::operator delete (reinterpret_cast<void*>(it->first), std::align_val_t{256});
   S().allocations.erase(it);
   return CUDA_SUCCESS;
 }
@@ -770,26 +774,52 @@ struct Entry {
   void* fn;
 };
 
-#define FAKE_ENTRY(name, since) {#name, since, reinterpret_cast<void*>(&name)}
+#define FAKE_ENTRY(name, since) \
+  { #name, since, reinterpret_cast < void*>(&name) }
 const std::vector<Entry>& Entries() {
   static const auto* entries = new std::vector<Entry>{
-      FAKE_ENTRY(cuGetErrorName, 6000), FAKE_ENTRY(cuGetErrorString, 6000), FAKE_ENTRY(cuInit, 2000),
-      FAKE_ENTRY(cuDriverGetVersion, 2020), FAKE_ENTRY(cuDeviceGetCount, 2000), FAKE_ENTRY(cuDeviceGet, 2000),
-      FAKE_ENTRY(cuDeviceGetName, 2000), FAKE_ENTRY(cuDeviceGetAttribute, 2000),
-      FAKE_ENTRY(cuDeviceTotalMem, 3020), FAKE_ENTRY(cuDevicePrimaryCtxRetain, 7000),
-      FAKE_ENTRY(cuDevicePrimaryCtxRelease, 11000), FAKE_ENTRY(cuCtxSetCurrent, 4000),
-      FAKE_ENTRY(cuMemGetInfo, 3020), FAKE_ENTRY(cuModuleLoadData, 2000), FAKE_ENTRY(cuModuleUnload, 2000),
-      FAKE_ENTRY(cuModuleGetFunction, 2000), FAKE_ENTRY(cuFuncSetAttribute, 9000),
-      FAKE_ENTRY(cuFuncGetParamInfo, 12040), FAKE_ENTRY(cuLaunchKernel, 4000), FAKE_ENTRY(cuMemAlloc, 3020),
-      FAKE_ENTRY(cuMemFree, 3020), FAKE_ENTRY(cuMemHostAlloc, 2020), FAKE_ENTRY(cuMemFreeHost, 2000),
-      FAKE_ENTRY(cuMemcpyHtoDAsync, 3020), FAKE_ENTRY(cuMemcpyDtoHAsync, 3020),
-      FAKE_ENTRY(cuMemcpyDtoDAsync, 3020), FAKE_ENTRY(cuMemsetD8Async, 3020), FAKE_ENTRY(cuStreamCreate, 2000),
-      FAKE_ENTRY(cuStreamDestroy, 4000), FAKE_ENTRY(cuStreamSynchronize, 2000),
-      FAKE_ENTRY(cuStreamWaitEvent, 3020), FAKE_ENTRY(cuEventCreate, 2000), FAKE_ENTRY(cuEventDestroy, 4000),
-      FAKE_ENTRY(cuEventRecord, 2000), FAKE_ENTRY(cuEventSynchronize, 2000),
-      FAKE_ENTRY(cuEventElapsedTime, 2000), FAKE_ENTRY(cuStreamBeginCapture, 10010),
-      FAKE_ENTRY(cuStreamEndCapture, 10000), FAKE_ENTRY(cuGraphInstantiateWithFlags, 11040),
-      FAKE_ENTRY(cuGraphLaunch, 10000), FAKE_ENTRY(cuGraphExecDestroy, 10000), FAKE_ENTRY(cuGraphDestroy, 10000),
+      FAKE_ENTRY(cuGetErrorName, 6000),
+      FAKE_ENTRY(cuGetErrorString, 6000),
+      FAKE_ENTRY(cuInit, 2000),
+      FAKE_ENTRY(cuDriverGetVersion, 2020),
+      FAKE_ENTRY(cuDeviceGetCount, 2000),
+      FAKE_ENTRY(cuDeviceGet, 2000),
+      FAKE_ENTRY(cuDeviceGetName, 2000),
+      FAKE_ENTRY(cuDeviceGetAttribute, 2000),
+      FAKE_ENTRY(cuDeviceTotalMem, 3020),
+      FAKE_ENTRY(cuDevicePrimaryCtxRetain, 7000),
+      FAKE_ENTRY(cuDevicePrimaryCtxRelease, 11000),
+      FAKE_ENTRY(cuCtxSetCurrent, 4000),
+      FAKE_ENTRY(cuMemGetInfo, 3020),
+      FAKE_ENTRY(cuModuleLoadData, 2000),
+      FAKE_ENTRY(cuModuleUnload, 2000),
+      FAKE_ENTRY(cuModuleGetFunction, 2000),
+      FAKE_ENTRY(cuFuncSetAttribute, 9000),
+      FAKE_ENTRY(cuFuncGetParamInfo, 12040),
+      FAKE_ENTRY(cuLaunchKernel, 4000),
+      FAKE_ENTRY(cuMemAlloc, 3020),
+      FAKE_ENTRY(cuMemFree, 3020),
+      FAKE_ENTRY(cuMemHostAlloc, 2020),
+      FAKE_ENTRY(cuMemFreeHost, 2000),
+      FAKE_ENTRY(cuMemcpyHtoDAsync, 3020),
+      FAKE_ENTRY(cuMemcpyDtoHAsync, 3020),
+      FAKE_ENTRY(cuMemcpyDtoDAsync, 3020),
+      FAKE_ENTRY(cuMemsetD8Async, 3020),
+      FAKE_ENTRY(cuStreamCreate, 2000),
+      FAKE_ENTRY(cuStreamDestroy, 4000),
+      FAKE_ENTRY(cuStreamSynchronize, 2000),
+      FAKE_ENTRY(cuStreamWaitEvent, 3020),
+      FAKE_ENTRY(cuEventCreate, 2000),
+      FAKE_ENTRY(cuEventDestroy, 4000),
+      FAKE_ENTRY(cuEventRecord, 2000),
+      FAKE_ENTRY(cuEventSynchronize, 2000),
+      FAKE_ENTRY(cuEventElapsedTime, 2000),
+      FAKE_ENTRY(cuStreamBeginCapture, 10010),
+      FAKE_ENTRY(cuStreamEndCapture, 10000),
+      FAKE_ENTRY(cuGraphInstantiateWithFlags, 11040),
+      FAKE_ENTRY(cuGraphLaunch, 10000),
+      FAKE_ENTRY(cuGraphExecDestroy, 10000),
+      FAKE_ENTRY(cuGraphDestroy, 10000),
   };
   return *entries;
 }
