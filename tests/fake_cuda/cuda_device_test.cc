@@ -18,34 +18,12 @@
 #include "runtime/base/platform.h"
 #include "runtime/gpu/images.h"
 #include "runtime/gpu/kernels/kernel_args.h"
-#include "runtime/gpu/shared_library.h"
-#include "tests/fake_cuda/fake_cuda_control.h"
+#include "tests/fake_cuda/fake_reader.h"
 
 namespace strata::gpu {
 namespace {
 
 using ::testing::HasSubstr;
-
-// The fake's read-back functions, from the library the loader opened.
-struct FakeControl {
-  int (*launch_count)();
-  int (*get_launch)(int, FakeCudaLaunch*);
-  int (*live_allocations)();
-  int (*live_host_allocations)();
-  int (*primary_context_retains)();
-  int (*last_capture_mode)();
-  int (*last_stream_flags)();
-  int (*proc_version)(const char*);
-  int (*calls)(const char*);
-  size_t (*loaded_image_size)();
-  int (*last_max_dynamic_shared)();
-};
-
-template <typename F>
-void Find(const SharedLibrary& lib, const char* name, F* out) {
-  *out = reinterpret_cast<F>(lib.Symbol(name));
-  ASSERT_NE(*out, nullptr) << name << " is not exported by " << lib.path();
-}
 
 // An image the fake accepts: this build's CUDA image when it has one, else a
 // fatbin header (magic 0xBA55ED50, version 1, 16-byte header) with 48 bytes
@@ -75,21 +53,8 @@ class CudaDeviceTest : public ::testing::Test {
   void SetUp() override {
     for (const char* v : kFakeVariables) SetEnvVar(v, nullptr);
     UseDriver(STRATA_FAKE_CUDA);
-    // The library the loader opens (it stays loaded): the same instance.
-    auto opened = SharedLibrary::Open(STRATA_FAKE_CUDA);
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    const SharedLibrary& lib = **opened;
-    Find(lib, "fake_cuda_launch_count", &fake_.launch_count);
-    Find(lib, "fake_cuda_get_launch", &fake_.get_launch);
-    Find(lib, "fake_cuda_live_allocations", &fake_.live_allocations);
-    Find(lib, "fake_cuda_live_host_allocations", &fake_.live_host_allocations);
-    Find(lib, "fake_cuda_primary_context_retains", &fake_.primary_context_retains);
-    Find(lib, "fake_cuda_last_capture_mode", &fake_.last_capture_mode);
-    Find(lib, "fake_cuda_last_stream_flags", &fake_.last_stream_flags);
-    Find(lib, "fake_cuda_proc_version", &fake_.proc_version);
-    Find(lib, "fake_cuda_calls", &fake_.calls);
-    Find(lib, "fake_cuda_loaded_image_size", &fake_.loaded_image_size);
-    Find(lib, "fake_cuda_last_max_dynamic_shared", &fake_.last_max_dynamic_shared);
+    const Status opened = fake_.Open(STRATA_FAKE_CUDA);
+    ASSERT_TRUE(opened.ok()) << opened.ToString();
   }
   void TearDown() override {
     for (const char* v : kFakeVariables) SetEnvVar(v, nullptr);
@@ -110,13 +75,9 @@ class CudaDeviceTest : public ::testing::Test {
     return device.ok() ? Status::Ok() : device.status();
   }
 
-  std::vector<FakeCudaLaunch> Launches() const {
-    std::vector<FakeCudaLaunch> out(static_cast<size_t>(fake_.launch_count()));
-    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(fake_.get_launch(static_cast<int>(i), &out[i]), 1);
-    return out;
-  }
+  std::vector<FakeCudaLaunch> Launches() const { return fake_.Launches(); }
 
-  FakeControl fake_{};
+  FakeReader fake_;
 };
 
 // --- opening --------------------------------------------------------------------

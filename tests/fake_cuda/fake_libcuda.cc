@@ -134,7 +134,11 @@ struct FakeContext {
 };
 struct FakeFunction {
   std::string name;
-  int max_dynamic_shared = 48 << 10;
+#if defined(FAKE_GPU_HIP)
+  int max_dynamic_shared = 64 << 10;  // AMD: all of the LDS, no opt-in
+#else
+  int max_dynamic_shared = 48 << 10;  // more needs cuFuncSetAttribute
+#endif
 };
 struct FakeModule {
   std::map<std::string, std::unique_ptr<FakeFunction>> functions;
@@ -453,19 +457,40 @@ FAKE_EXPORT CUresult cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  FAKE_ENTER(Needs::kContext);
-  // A fatbin: magic 0xBA55ED50, version (2 bytes), header size (2), then the
-  // size of what follows the header (8), little-endian.
-  const auto* b = static_cast<const unsigned char*>(image);
+// The image's size from its own header, or 0 when it is not an image this
+// fake's API takes: a CUDA fatbin (magic 0xBA55ED50, version (2 bytes),
+// header size (2), then the size of what follows the header (8)), or, for the
+// HIP fake, a clang offload bundle ("__CLANG_OFFLOAD_BUNDLE__", the entry
+// count, then per entry its offset, size, triple length and triple).
+static size_t ImageSize(const unsigned char* b) {
+#if defined(FAKE_GPU_HIP)
+  if (std::memcmp(b, "__CLANG_OFFLOAD_BUNDLE__", 24) != 0) return 0;
+  uint64_t count = 0, end = 0, off = 32;
+  std::memcpy(&count, b + 24, 8);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t entry[3];
+    std::memcpy(entry, b + off, sizeof entry);
+    if (entry[0] + entry[1] > end) end = entry[0] + entry[1];
+    off += 24 + entry[2];
+  }
+  return end;
+#else
   uint32_t magic = 0;
   std::memcpy(&magic, b, 4);
-  if (magic != 0xBA55ED50u) return CUDA_ERROR_INVALID_IMAGE;
+  if (magic != 0xBA55ED50u) return 0;
   uint16_t header = 0;
   uint64_t body = 0;
   std::memcpy(&header, b + 6, 2);
   std::memcpy(&body, b + 8, 8);
-  S().loaded_image_size = header + body;
+  return header + body;
+#endif
+}
+
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  FAKE_ENTER(Needs::kContext);
+  const size_t size = ImageSize(static_cast<const unsigned char*>(image));
+  if (size == 0) return CUDA_ERROR_INVALID_IMAGE;
+  S().loaded_image_size = size;
   auto m = std::make_unique<FakeModule>();
   *module = reinterpret_cast<CUmodule>(m.get());
   Modules()[m.get()] = std::move(m);
