@@ -26,15 +26,16 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+// (Each of these is unused in a build without that image.)
 #ifdef _WIN32
-constexpr const char* kCudaLibrary = "nvcuda.dll";
-constexpr const char* kHipLibrary = "amdhip64";
+[[maybe_unused]] constexpr const char* kCudaLibrary = "nvcuda.dll";
+[[maybe_unused]] constexpr const char* kHipLibrary = "amdhip64";
 #else
-constexpr const char* kCudaLibrary = "libcuda.so.1";
-constexpr const char* kHipLibrary = "libamdhip64.so";
+[[maybe_unused]] constexpr const char* kCudaLibrary = "libcuda.so.1";
+[[maybe_unused]] constexpr const char* kHipLibrary = "libamdhip64.so";
 #endif
 
-std::set<std::string> Words(const std::string& text) {
+[[maybe_unused]] std::set<std::string> Words(const std::string& text) {
   std::istringstream in(text);
   std::set<std::string> out;
   for (std::string w; in >> w;) out.insert(w);
@@ -42,7 +43,7 @@ std::set<std::string> Words(const std::string& text) {
 }
 
 template <typename T>
-T Read(const uint8_t* p) {
+[[maybe_unused]] T Read(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -54,7 +55,7 @@ T Read(const uint8_t* p) {
 // size, then the size of the rest), then entries, each a header (kind at
 // byte 0, its header size at 4, its payload size at 8, the architecture at 28)
 // and its payload.
-std::set<std::string> FatbinTargets(const ModuleImage& image, std::string* error) {
+[[maybe_unused]] std::set<std::string> FatbinTargets(const ModuleImage& image, std::string* error) {
   std::set<std::string> out;
   const uint8_t* b = image.data;
   const uint16_t header = Read<uint16_t>(b + 6);
@@ -87,7 +88,7 @@ std::set<std::string> FatbinTargets(const ModuleImage& image, std::string* error
 // the entry count (8 bytes), then per entry its offset, size and triple
 // length (8 bytes each) and the triple ("hipv4-amdgcn-amd-amdhsa--gfx90a";
 // the host entry is "host-x86_64-...").
-std::set<std::string> BundleTargets(const ModuleImage& image) {
+[[maybe_unused]] std::set<std::string> BundleTargets(const ModuleImage& image) {
   std::set<std::string> out;
   const uint8_t* b = image.data;
   const uint64_t count = Read<uint64_t>(b + 24);

@@ -14,6 +14,12 @@
 
 #define FAKE_GPU_HIP 1
 #include "tests/fake_cuda/fake_libcuda.cc"
+// Each entry point has HIP's exact type (hip_driver_api.h), as the loader
+// calls it (UBSan checks a call's function type), and casts to the CUDA
+// twin's handles: both are opaque pointers.
+#include "runtime/gpu/hip_driver_api.h"
+
+namespace hip = strata::gpu::hip;
 
 namespace {
 
@@ -112,49 +118,80 @@ FAKE_EXPORT int hipGetDeviceProperties(void* properties, int ordinal) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT int hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) { return cuMemGetInfo(free_bytes, total_bytes); }
-FAKE_EXPORT int hipModuleLoadData(CUmodule* module, const void* image) { return cuModuleLoadData(module, image); }
-FAKE_EXPORT int hipModuleUnload(CUmodule module) { return cuModuleUnload(module); }
-FAKE_EXPORT int hipModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
-  return cuModuleGetFunction(function, module, name);
+FAKE_EXPORT int hipModuleLoadData(hip::hipModule_t* module, const void* image) {
+  return cuModuleLoadData(reinterpret_cast<CUmodule*>(module), image);
 }
-FAKE_EXPORT int hipModuleLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                      unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
-  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+FAKE_EXPORT int hipModuleUnload(hip::hipModule_t module) { return cuModuleUnload(reinterpret_cast<CUmodule>(module)); }
+FAKE_EXPORT int hipModuleGetFunction(hip::hipFunction_t* function, hip::hipModule_t module, const char* name) {
+  return cuModuleGetFunction(reinterpret_cast<CUfunction*>(function), reinterpret_cast<CUmodule>(module), name);
 }
-FAKE_EXPORT int hipMalloc(void** ptr, size_t bytes) { return cuMemAlloc(reinterpret_cast<CUdeviceptr*>(ptr), bytes); }
+FAKE_EXPORT int hipModuleLaunchKernel(hip::hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                      unsigned by, unsigned bz, unsigned shared, hip::hipStream_t stream, void** params,
+                                      void** extra) {
+  return cuLaunchKernel(reinterpret_cast<CUfunction>(f), gx, gy, gz, bx, by, bz, shared,
+                        reinterpret_cast<CUstream>(stream), params, extra);
+}
+FAKE_EXPORT int hipMalloc(void** ptr, size_t bytes) {
+  CUdeviceptr p = 0;
+  const CUresult e = cuMemAlloc(&p, bytes);
+  *ptr = reinterpret_cast<void*>(p);
+  return e;
+}
 FAKE_EXPORT int hipFree(void* ptr) { return cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)); }
 FAKE_EXPORT int hipHostMalloc(void** ptr, size_t bytes, unsigned flags) { return cuMemHostAlloc(ptr, bytes, flags); }
 FAKE_EXPORT int hipHostFree(void* ptr) { return cuMemFreeHost(ptr); }
-FAKE_EXPORT int hipMemcpyHtoDAsync(void* dst, void* src, size_t bytes, CUstream stream) {
-  return cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, stream);
+FAKE_EXPORT int hipMemcpyHtoDAsync(void* dst, void* src, size_t bytes, hip::hipStream_t stream) {
+  return cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipMemcpyDtoHAsync(void* dst, void* src, size_t bytes, CUstream stream) {
-  return cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, stream);
+FAKE_EXPORT int hipMemcpyDtoHAsync(void* dst, void* src, size_t bytes, hip::hipStream_t stream) {
+  return cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipMemcpyDtoDAsync(void* dst, void* src, size_t bytes, CUstream stream) {
-  return cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream);
+FAKE_EXPORT int hipMemcpyDtoDAsync(void* dst, void* src, size_t bytes, hip::hipStream_t stream) {
+  return cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
+                           reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipMemsetD8Async(void* dst, unsigned char value, size_t count, CUstream stream) {
-  return cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, count, stream);
+FAKE_EXPORT int hipMemsetD8Async(void* dst, unsigned char value, size_t count, hip::hipStream_t stream) {
+  return cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, count, reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipStreamCreateWithFlags(CUstream* stream, unsigned flags) { return cuStreamCreate(stream, flags); }
-FAKE_EXPORT int hipStreamDestroy(CUstream stream) { return cuStreamDestroy(stream); }
-FAKE_EXPORT int hipStreamSynchronize(CUstream stream) { return cuStreamSynchronize(stream); }
-FAKE_EXPORT int hipStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
-  return cuStreamWaitEvent(stream, event, flags);
+FAKE_EXPORT int hipStreamCreateWithFlags(hip::hipStream_t* stream, unsigned flags) {
+  return cuStreamCreate(reinterpret_cast<CUstream*>(stream), flags);
 }
-FAKE_EXPORT int hipEventCreateWithFlags(CUevent* event, unsigned flags) { return cuEventCreate(event, flags); }
-FAKE_EXPORT int hipEventDestroy(CUevent event) { return cuEventDestroy(event); }
-FAKE_EXPORT int hipEventRecord(CUevent event, CUstream stream) { return cuEventRecord(event, stream); }
-FAKE_EXPORT int hipEventSynchronize(CUevent event) { return cuEventSynchronize(event); }
-FAKE_EXPORT int hipEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  return cuEventElapsedTime(ms, start, end);
+FAKE_EXPORT int hipStreamDestroy(hip::hipStream_t stream) {
+  return cuStreamDestroy(reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipStreamBeginCapture(CUstream stream, int mode) { return cuStreamBeginCapture(stream, mode); }
-FAKE_EXPORT int hipStreamEndCapture(CUstream stream, CUgraph* graph) { return cuStreamEndCapture(stream, graph); }
-FAKE_EXPORT int hipGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
-  return cuGraphInstantiateWithFlags(exec, graph, flags);
+FAKE_EXPORT int hipStreamSynchronize(hip::hipStream_t stream) {
+  return cuStreamSynchronize(reinterpret_cast<CUstream>(stream));
 }
-FAKE_EXPORT int hipGraphLaunch(CUgraphExec exec, CUstream stream) { return cuGraphLaunch(exec, stream); }
-FAKE_EXPORT int hipGraphExecDestroy(CUgraphExec exec) { return cuGraphExecDestroy(exec); }
-FAKE_EXPORT int hipGraphDestroy(CUgraph graph) { return cuGraphDestroy(graph); }
+FAKE_EXPORT int hipStreamWaitEvent(hip::hipStream_t stream, hip::hipEvent_t event, unsigned flags) {
+  return cuStreamWaitEvent(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUevent>(event), flags);
+}
+FAKE_EXPORT int hipEventCreateWithFlags(hip::hipEvent_t* event, unsigned flags) {
+  return cuEventCreate(reinterpret_cast<CUevent*>(event), flags);
+}
+FAKE_EXPORT int hipEventDestroy(hip::hipEvent_t event) { return cuEventDestroy(reinterpret_cast<CUevent>(event)); }
+FAKE_EXPORT int hipEventRecord(hip::hipEvent_t event, hip::hipStream_t stream) {
+  return cuEventRecord(reinterpret_cast<CUevent>(event), reinterpret_cast<CUstream>(stream));
+}
+FAKE_EXPORT int hipEventSynchronize(hip::hipEvent_t event) {
+  return cuEventSynchronize(reinterpret_cast<CUevent>(event));
+}
+FAKE_EXPORT int hipEventElapsedTime(float* ms, hip::hipEvent_t start, hip::hipEvent_t end) {
+  return cuEventElapsedTime(ms, reinterpret_cast<CUevent>(start), reinterpret_cast<CUevent>(end));
+}
+FAKE_EXPORT int hipStreamBeginCapture(hip::hipStream_t stream, int mode) {
+  return cuStreamBeginCapture(reinterpret_cast<CUstream>(stream), mode);
+}
+FAKE_EXPORT int hipStreamEndCapture(hip::hipStream_t stream, hip::hipGraph_t* graph) {
+  return cuStreamEndCapture(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUgraph*>(graph));
+}
+FAKE_EXPORT int hipGraphInstantiateWithFlags(hip::hipGraphExec_t* exec, hip::hipGraph_t graph,
+                                             unsigned long long flags) {
+  return cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph), flags);
+}
+FAKE_EXPORT int hipGraphLaunch(hip::hipGraphExec_t exec, hip::hipStream_t stream) {
+  return cuGraphLaunch(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUstream>(stream));
+}
+FAKE_EXPORT int hipGraphExecDestroy(hip::hipGraphExec_t exec) {
+  return cuGraphExecDestroy(reinterpret_cast<CUgraphExec>(exec));
+}
+FAKE_EXPORT int hipGraphDestroy(hip::hipGraph_t graph) { return cuGraphDestroy(reinterpret_cast<CUgraph>(graph)); }
