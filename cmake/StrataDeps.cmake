@@ -1,6 +1,7 @@
 # Third-party libraries, under one name on every platform:
 #   strata::flatbuffers strata::zstd strata::cli11 strata::json strata::xxhash
 #   strata::utf8proc strata::httplib strata::asio  (and GTest::*, benchmark::* as found)
+#   strata::boost_context (Linux only: Windows uses its own fibers)
 # Linux: Debian's packages (CMake configs, pkg-config). Windows (MinGW-w64
 # cross build, scripts/build-windows.sh): headers and static libraries under
 # STRATA_WINDOWS_PREFIX, built from Debian's source packages.
@@ -35,6 +36,10 @@ if(NOT WIN32)
   # Boost.Beast and Asio (header-only) for the server's HTTP layer.
   find_package(Boost 1.74 REQUIRED)
   strata_dep(asio Boost::headers Threads::Threads)
+  # Boost.Context's fcontext: the software GPU's fibers. The static library,
+  # so the programs need no libboost-context at run time.
+  find_library(STRATA_BOOST_CONTEXT_LIB NAMES libboost_context.a boost_context REQUIRED)
+  strata_dep(boost_context ${STRATA_BOOST_CONTEXT_LIB} Boost::headers)
 else()
   # strata_windows_header(VAR header): the include folder holding `header`.
   macro(strata_windows_header var header)

@@ -16,6 +16,7 @@ PACKAGES=(
   libzstd-dev libxxhash-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev                           # Boost.Beast + Asio (header-only): the server's HTTP layer
+  libboost-context-dev                   # Boost.Context (fcontext): the software GPU's fibers
   libcpp-httplib-dev nlohmann-json3-dev  # httplib: the tests' HTTP client
   libutf8proc-dev                        # Unicode categories for the tokenizers
   hipcc libamdhip64-dev rocm-device-libs # the HIP device image (cmake/StrataGpu.cmake); the CUDA

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 namespace strata {
@@ -16,8 +17,10 @@ std::atomic<bool> g_armed[kSites] = {};
 std::atomic<bool> g_from_env{false};  // report fired faults on stderr
 std::atomic<int64_t> g_calls[kSites] = {};
 
-const char* kEnvNames[kSites] = {"open", "map", "allocate", "write", "rename", "device-allocate", "device-upload",
-                                 "serve-step", "serve-handler"};
+const char* const kEnvNames[] = {"open", "map", "allocate", "write", "rename", "device-allocate", "device-upload",
+                                 "serve-step", "serve-handler", "gpu-allocate", "gpu-launch", "gpu-poison",
+                                 "gpu-copy"};
+static_assert(std::size(kEnvNames) == static_cast<size_t>(kSites), "every FaultSite needs its STRATA_FAULT name");
 
 // STRATA_FAULT=SITE:SKIP[,...], read once before main.
 struct EnvFaults {
@@ -60,6 +63,10 @@ const char* FaultSiteName(FaultSite site) {
     case FaultSite::kDeviceUpload: return "device upload";
     case FaultSite::kServeStep: return "server step";
     case FaultSite::kServeHandler: return "server handler";
+    case FaultSite::kGpuAllocate: return "GPU allocation";
+    case FaultSite::kGpuLaunch: return "GPU launch";
+    case FaultSite::kGpuPoison: return "GPU launch (poisoning)";
+    case FaultSite::kGpuCopy: return "GPU copy";
     case FaultSite::kCount: break;
   }
   return "?";

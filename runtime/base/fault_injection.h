@@ -6,7 +6,8 @@
 //
 // In-process tests call ArmFault. A test that runs a program sets
 // STRATA_FAULT=SITE:SKIP[,SITE:SKIP...] (SITE: open, map, allocate, write,
-// rename, device-allocate, device-upload, serve-step, serve-handler); the program then fails that call
+// rename, device-allocate, device-upload, serve-step, serve-handler, gpu-allocate, gpu-launch,
+// gpu-poison, gpu-copy); the program then fails that call
 // and says so on stderr ("strata: injected fault: allocation, call N"), so
 // the test knows the fault fired.
 
@@ -24,6 +25,10 @@ enum class FaultSite : uint8_t {
   kDeviceUpload,    // copying an expert's weights into a device slot
   kServeStep,       // a scheduler step of the server throws (runtime/serve)
   kServeHandler,    // an HTTP handler of the server throws
+  kGpuAllocate,     // gpu::Device::Allocate fails (kResourceExhausted)
+  kGpuLaunch,       // a GPU launch fails, the device stays usable
+  kGpuPoison,       // a GPU launch fails as an illegal address would: the device is poisoned
+  kGpuCopy,         // a GPU copy or fill fails, the device stays usable
   kCount,
 };
 

@@ -11,8 +11,10 @@
 //   iq3xxs             (4 x 3 bits): index l -> 4 + 8l, except l = 7 -> 62
 //   iq3s               (4 x 3 bits): index l -> 2l + 1
 // Byte j of a grid entry (bits 8j..8j+7) is the value of element j of the
-// group. iq_grids.cc expands the index tables at compile time; the tests
-// compare entries with ggml-common.h.
+// group. The index tables and level values live in iq_grid_index.h, the one
+// copy that the CPU and the GPU decoders (runtime/gpu/kernels/
+// quant_decode_impl.h) both include; iq_grids.cc expands them at compile time
+// into the grids below. The tests compare entries with ggml-common.h.
 
 #include <array>
 #include <cstdint>
@@ -27,8 +29,9 @@ extern const std::array<uint32_t, 512> kIq3SGrid;
 extern const std::array<uint64_t, 2048> kIq1SGrid;  // bytes are int8 -1, 0, +1
 
 // Sign patterns of the 2- and 3-bit i-quants: entry i is the 7 bits of i plus
-// an 8th bit that makes the number of set bits even (ksigns_iq2xs). Bit j set
-// means element j of the group of 8 is negated.
+// an 8th bit that makes the number of set bits even (ksigns_iq2xs;
+// iq_grid_index.h's KsignsIq2xs). Bit j set means element j of the group of 8
+// is negated.
 extern const std::array<uint8_t, 128> kKsignsIq2xs;
 // kmask_iq2xs: 1 << j.
 inline constexpr std::array<uint8_t, 8> kKmaskIq2xs = {1, 2, 4, 8, 16, 32, 64, 128};

@@ -4,3 +4,9 @@
 // One module per image: the host loads it once and finds kernels by name.
 
 #include "runtime/gpu/kernels/misc.cu"
+#include "runtime/gpu/kernels/norm.cu"
+#include "runtime/gpu/kernels/matmul.cu"
+#include "runtime/gpu/kernels/matmul_mma.cu"
+#include "runtime/gpu/kernels/attention.cu"
+#include "runtime/gpu/kernels/delta_net.cu"
+#include "runtime/gpu/kernels/moe.cu"

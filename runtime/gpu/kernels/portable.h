@@ -128,14 +128,20 @@ STRATA_DEV WarpMask WarpBallot(bool p) { return __ballot(p); }
 // stream there, and a fence orders their shared-memory accesses.
 STRATA_DEV void WarpSync() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); }
 #else
-STRATA_DEV float WarpShflXor(float v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV int WarpShflXor(int v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV uint32_t WarpShflXor(uint32_t v, int lane_mask) { return ::strata::sgpu::ShflXor(v, lane_mask); }
-STRATA_DEV float WarpShfl(float v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV int WarpShfl(int v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV uint32_t WarpShfl(uint32_t v, int src_lane) { return ::strata::sgpu::Shfl(v, src_lane); }
-STRATA_DEV WarpMask WarpBallot(bool p) { return ::strata::sgpu::Ballot(p); }
-STRATA_DEV void WarpSync() { ::strata::sgpu::SyncWarp(); }
+// Each takes its caller's place, so the software GPU's checks (every lane at
+// the same operation from the same place) and messages name the kernel's line.
+#define STRATA_WARP_SITE ::strata::sgpu::SourcePlace where = STRATA_SGPU_HERE
+STRATA_DEV float WarpShflXor(float v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
+STRATA_DEV int WarpShflXor(int v, int lane_mask, STRATA_WARP_SITE) { return ::strata::sgpu::ShflXor(v, lane_mask, where); }
+STRATA_DEV uint32_t WarpShflXor(uint32_t v, int lane_mask, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ShflXor(v, lane_mask, where);
+}
+STRATA_DEV float WarpShfl(float v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV int WarpShfl(int v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV uint32_t WarpShfl(uint32_t v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
+STRATA_DEV WarpMask WarpBallot(bool p, STRATA_WARP_SITE) { return ::strata::sgpu::Ballot(p, where); }
+STRATA_DEV void WarpSync(STRATA_WARP_SITE) { ::strata::sgpu::SyncWarp(where); }
+#undef STRATA_WARP_SITE
 #endif
 
 // Sums and maxima over the lanes of a warp: every lane gets the result.
@@ -184,6 +190,9 @@ STRATA_DEV float DevSin(float x) { return sinf(x); }
 STRATA_DEV float DevCos(float x) { return cosf(x); }
 STRATA_DEV float DevFmax(float x, float y) { return fmaxf(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return isnan(x); }
+// Round to the nearest integer, ties to even (as the CPU's nearbyint in the
+// default rounding mode).
+STRATA_DEV int DevRoundToInt(float x) { return __float2int_rn(x); }
 #else
 STRATA_DEV float DevExp(float x) { return std::exp(x); }
 STRATA_DEV float DevLog(float x) { return std::log(x); }
@@ -194,7 +203,9 @@ STRATA_DEV float DevSin(float x) { return std::sin(x); }
 STRATA_DEV float DevCos(float x) { return std::cos(x); }
 STRATA_DEV float DevFmax(float x, float y) { return std::fmax(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return std::isnan(x); }
+STRATA_DEV int DevRoundToInt(float x) { return static_cast<int>(std::nearbyint(x)); }
 #endif
+STRATA_DEV float DevAbs(float x) { return x < 0.0f ? -x : x; }
 STRATA_DEV float DevSigmoid(float x) { return 1.0f / (1.0f + DevExp(-x)); }
 STRATA_DEV float DevSilu(float x) { return x / (1.0f + DevExp(-x)); }
 STRATA_DEV float DevSoftplus(float x) { return x > 20.0f ? x : DevLog1p(DevExp(x)); }

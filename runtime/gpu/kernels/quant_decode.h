@@ -28,6 +28,12 @@ struct Sub32 {
   float offset[2];
 };
 
+// True for the types whose offsets can be nonzero; for the others DecodeSub32
+// sets them to 0, and a kernel can skip the activation sums they multiply.
+constexpr bool HasOffset(int type) {
+  return type == wt::kQ4_1 || type == wt::kQ5_1 || type == wt::kQ2_K || type == wt::kQ4_K || type == wt::kQ5_K;
+}
+
 // Sub-block j (elements 32j .. 32j + 31) of a row of type kType, which starts
 // at `row` (a row is a whole number of blocks). REQUIRES: IsQuantized(kType).
 template <int kType>

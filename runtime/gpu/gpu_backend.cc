@@ -1,0 +1,372 @@
+// The GPU backend's memory, weights, pass tables and the small ops; the
+// layers' ops are gpu_layers.cc, the workspace bound gpu_workspace.cc.
+
+#include "runtime/gpu/gpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "runtime/base/strings.h"
+#include "runtime/gpu/gpu_pass.h"
+#include "runtime/gpu/gpu_workspace.h"
+#include "runtime/gpu/kernels/kernel_args.h"
+
+namespace strata {
+
+using gpu::DevicePtr;
+using R = TensorRole;
+
+GpuBackend::GpuBackend(std::unique_ptr<gpu::Device> device)
+    : device_(std::move(device)), pass_(std::make_unique<PassState>()) {}
+
+GpuBackend::~GpuBackend() {
+  if (device_) {
+    for (const Block& b : blocks_)
+      if (b.ptr) device_->Free(b.ptr);
+    for (DevicePtr p : weights_)
+      if (p) device_->Free(p);
+    if (pass_->staging) device_->FreePinned(pass_->staging);
+    if (stream_) device_->DestroyStream(stream_);
+  }
+}
+
+Result<std::unique_ptr<GpuBackend>> GpuBackend::Create(std::unique_ptr<gpu::Device> device) {
+  std::unique_ptr<GpuBackend> b(new GpuBackend(std::move(device)));
+  STRATA_ASSIGN_OR_RETURN(b->kernels_, gpu::KernelTable::Load(*b->device_));
+  STRATA_ASSIGN_OR_RETURN(b->stream_, b->device_->CreateStream());
+  return b;
+}
+
+std::string GpuBackend::name() const {
+  const gpu::DeviceInfo& i = device_->info();
+  if (i.kind == gpu::DeviceKind::kSoftware) return StrFormat("software-gpu (warp %u)", i.warp_size);
+  return StrFormat("%s (%s, %s)", std::string(gpu::DeviceKindName(i.kind)).c_str(), i.name.c_str(), i.arch.c_str());
+}
+
+std::vector<std::string> GpuBackend::Notes() const {
+  std::vector<std::string> notes;
+  if (device_->info().kind == gpu::DeviceKind::kSoftware)
+    notes.push_back("the software GPU runs the GPU kernels on the CPU, one fiber per GPU thread: a test device, "
+                    "many times slower than the CPU backend");
+  return notes;
+}
+
+Placement GpuBackend::WeightPlacement() const {
+  return device_->info().kind == gpu::DeviceKind::kHip ? Placement::kHip : Placement::kCuda;
+}
+
+Status GpuBackend::Check(Status s) const {
+  if (!s.ok()) return s;
+  return device_->poisoned();
+}
+
+// --- buffers ------------------------------------------------------------------
+
+Result<BackendBuffer> GpuBackend::Allocate(uint64_t bytes, std::string_view what) {
+  const uint64_t size = std::max<uint64_t>(bytes, kBufferAlignment);
+  STRATA_ASSIGN_OR_RETURN(DevicePtr p, device_->Allocate(size, what));
+  uint32_t id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(blocks_.size());
+    blocks_.emplace_back();
+  }
+  blocks_[id] = Block{p, size};
+  // Backend memory starts zeroed (backend.h).
+  if (Status s = device_->Fill(p, 0, size, stream_); !s.ok()) {
+    Free(id);
+    return s;
+  }
+  return MakeHandle(id, bytes);
+}
+
+void GpuBackend::Free(uint32_t id) {
+  if (id >= blocks_.size() || !blocks_[id].ptr) return;
+  device_->Free(blocks_[id].ptr);
+  blocks_[id] = Block{};
+  free_ids_.push_back(id);
+}
+
+DevicePtr GpuBackend::Address(const BackendBuffer& b) const {
+  return b.owner() == this && b.id() < blocks_.size() ? blocks_[b.id()].ptr : 0;
+}
+
+namespace {
+Status CheckRange(DevicePtr base, const BackendBuffer& b, uint64_t offset, uint64_t bytes, const char* what) {
+  if (!base) return Internal(StrFormat("%s: a buffer of another backend", what));
+  if (offset > b.bytes() || bytes > b.bytes() - offset)
+    return Internal(StrFormat("%s: bytes %llu..%llu outside a buffer of %llu", what,
+                              static_cast<unsigned long long>(offset), static_cast<unsigned long long>(offset + bytes),
+                              static_cast<unsigned long long>(b.bytes())));
+  return Status::Ok();
+}
+}  // namespace
+
+Status GpuBackend::Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) {
+  const DevicePtr base = Address(dst);
+  STRATA_RETURN_IF_ERROR(CheckRange(base, dst, offset, bytes, "upload"));
+  if (bytes) {
+    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(base + offset, src, bytes, stream_));
+    STRATA_RETURN_IF_ERROR(device_->Synchronize(stream_));  // `src` may go when this returns
+  }
+  transfers_.up_bytes += bytes;
+  ++transfers_.up_calls;
+  return Status::Ok();
+}
+
+Status GpuBackend::Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) {
+  const DevicePtr base = Address(src);
+  STRATA_RETURN_IF_ERROR(CheckRange(base, src, offset, bytes, "download"));
+  if (bytes) {
+    STRATA_RETURN_IF_ERROR(device_->CopyToHost(dst, base + offset, bytes, stream_));
+    STRATA_RETURN_IF_ERROR(device_->Synchronize(stream_));
+  }
+  transfers_.down_bytes += bytes;
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+// --- weights --------------------------------------------------------------------
+
+namespace {
+// Every tensor the forward pass reads, once (the views Model::Get gives: the
+// bytes that run, decode copies included where the model reads them).
+std::vector<const TensorView*> ReadTensors(const Model& model) {
+  std::set<const TensorView*> seen;
+  std::vector<const TensorView*> out;
+  auto add = [&](const TensorView* t) {
+    if (t && seen.insert(t).second) out.push_back(t);
+  };
+  for (size_t r = 0; r < static_cast<size_t>(R::kCount); ++r) {
+    add(model.Get(static_cast<R>(r)));
+    for (uint32_t il = 0; il < model.hp().n_layer; ++il) add(model.Get(static_cast<int32_t>(il), static_cast<R>(r)));
+  }
+  return out;
+}
+}  // namespace
+
+uint64_t GpuBackend::ResidentWeightBytes(const Model& model) const {
+  uint64_t bytes = 0;
+  for (const TensorView* t : ReadTensors(model)) bytes += t->data.size();
+  return bytes;
+}
+
+Status GpuBackend::Bind(const Model& model) {
+  for (DevicePtr p : weights_)
+    if (p) device_->Free(p);
+  weights_.assign(model.tensors().size(), 0);
+  bound_begin_ = model.tensors().data();
+  bound_count_ = model.tensors().size();
+  const HParams& hp = model.hp();
+  PassState& ps = *pass_;
+  ps.bound_embd = hp.n_embd;
+  ps.bound_layers = hp.n_layer;
+  ps.bound_group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
+  if (hp.n_head > 0) {
+    STRATA_ASSIGN_OR_RETURN(ps.attn, gpu::AttnBlocking::For(ps.bound_group, hp.head_dim_k, hp.head_dim_v,
+                                                            device_->info().warp_size, 48u << 10));
+  }
+  if (hp.IsRecurrentLayer(0) || hp.full_attn_interval > 1) {
+    if (hp.ssm_d_state > 256 || hp.ssm_d_state > device_->info().max_threads_per_block)
+      return Unsupported(StrFormat("delta-net heads of %u dimensions: the GPU kernel takes at most 256", hp.ssm_d_state));
+  }
+  if (hp.n_expert > 0 && (hp.n_expert > 16 * device_->info().warp_size || hp.n_expert_used > 16))
+    return Unsupported(StrFormat("%u experts with %u used per token: the GPU router takes at most %u experts and 16 "
+                                 "used",
+                                 hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
+  for (const TensorView* t : ReadTensors(model)) {
+    if (t->rank >= 2 && !gpu::KernelTable::CoversType(t->type))
+      return Unsupported(StrFormat("tensor '%s' is %s, which the GPU kernels cannot read; repack with "
+                                   "--decode-copies q8_0 (strata-pack) to give it a Q8_0 copy",
+                                   std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str()));
+    const auto index = static_cast<size_t>(t - bound_begin_);
+    if (t < bound_begin_ || index >= bound_count_) return Internal("Bind: a tensor outside the model's table");
+    auto p = device_->Allocate(t->data.size(), t->name);
+    if (!p.ok())
+      return ResourceExhausted(StrFormat("cannot place tensor '%s' (%s) on %s: %s", std::string(t->name).c_str(),
+                                         HumanBytes(t->data.size()).c_str(), name().c_str(),
+                                         p.status().message().c_str()));
+    weights_[index] = *p;
+    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(*p, t->data.data(), t->data.size(), stream_));
+    transfers_.weight_bytes += t->data.size();
+  }
+  return Check(device_->Synchronize(stream_));
+}
+
+Result<gpu::DeviceMatrix> GpuBackend::Weight(const TensorView* t) const {
+  if (!t) return Internal("a weight the layer needs is missing");
+  const auto index = static_cast<size_t>(t - bound_begin_);
+  if (t < bound_begin_ || index >= bound_count_ || !weights_[index])
+    return Internal(StrFormat("tensor '%s' is not on the device (Bind another model?)", std::string(t->name).c_str()));
+  gpu::DeviceMatrix m;
+  m.type = t->type;
+  m.data = weights_[index];
+  m.row_bytes = t->row_bytes;
+  m.cols = static_cast<int64_t>(t->shape[0]);
+  m.rows = static_cast<int64_t>(t->expert_count ? t->shape[1] : t->rows());
+  m.expert_stride = t->expert_stride;
+  return m;
+}
+
+Result<DevicePtr> GpuBackend::WeightVector(const TensorView* t) const {
+  if (!t) return DevicePtr{0};
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix m, Weight(t));
+  return m.data;
+}
+
+// --- run state -------------------------------------------------------------------
+
+uint64_t GpuBackend::WorkspaceBytes(const Model& model, const PassShape& shape) const {
+  return gpu::GpuWorkspaceBytes(model, shape);
+}
+
+Result<Workspace> GpuBackend::CreateWorkspace(uint64_t bytes, std::string_view what) {
+  STRATA_ASSIGN_OR_RETURN(BackendBuffer buf, Allocate(bytes, what));
+  const DevicePtr base = Address(buf);
+  // The pass tables are built on the host in pinned memory: room for the
+  // most tokens this workspace can hold (three activations of n_embd floats each).
+  const uint64_t embd = pass_->bound_embd ? pass_->bound_embd : 1;
+  const int64_t max_tokens = static_cast<int64_t>(bytes / (3 * embd * sizeof(float))) + 1;
+  STRATA_RETURN_IF_ERROR(gpu::ReserveStaging(*device_, *pass_, max_tokens, pass_->bound_layers));
+  return Workspace(std::move(buf), reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(base)), bytes);
+}
+
+Status GpuBackend::ClearRecurrent(SequenceState& s) {
+  const DevicePtr base = Address(s.storage);
+  if (!base) return Internal("ClearRecurrent: a state of another backend");
+  for (const SequenceState::Layer& l : s.layers) {
+    if (l.conv.bytes) STRATA_RETURN_IF_ERROR(device_->Fill(base + l.conv.offset, 0, l.conv.bytes, stream_));
+    if (l.ssm.bytes) STRATA_RETURN_IF_ERROR(device_->Fill(base + l.ssm.offset, 0, l.ssm.bytes, stream_));
+  }
+  return Check(device_->Synchronize(stream_));
+}
+
+Status GpuBackend::CopyRecurrent(const SequenceState& from, SequenceState& to) {
+  const DevicePtr src = Address(from.storage), dst = Address(to.storage);
+  if (!src || !dst) return Internal("CopyRecurrent: a state of another backend");
+  if (from.layers.size() != to.layers.size()) return Internal("CopyRecurrent: states of different models");
+  for (size_t il = 0; il < to.layers.size(); ++il) {
+    const SequenceState::Layer &f = from.layers[il], &t = to.layers[il];
+    if (f.conv.bytes != t.conv.bytes || f.ssm.bytes != t.ssm.bytes)
+      return Internal("CopyRecurrent: states of different models");
+    if (t.conv.bytes) STRATA_RETURN_IF_ERROR(device_->CopyOnDevice(dst + t.conv.offset, src + f.conv.offset, t.conv.bytes, stream_));
+    if (t.ssm.bytes) STRATA_RETURN_IF_ERROR(device_->CopyOnDevice(dst + t.ssm.offset, src + f.ssm.offset, t.ssm.bytes, stream_));
+  }
+  return Check(device_->Synchronize(stream_));
+}
+
+// --- the pass ----------------------------------------------------------------------
+
+DevicePtr GpuBackend::ActAddr(strata::Act a) const { return pass_->act[static_cast<size_t>(a)]; }
+
+Status GpuBackend::BeginPass(const PassDesc& d) {
+  if (!d.workspace || d.workspace->backend() != this) return Internal("BeginPass: a workspace of another backend");
+  if (in_pass_) return Internal("BeginPass: a pass is already running on this backend (one pass at a time)");
+  in_pass_ = true;
+  PassState& p = *pass_;
+  p.Reset();
+  p.m = d.model;
+  p.hp = &d.model->hp();
+  p.batch = d.batch;
+  p.opt = d.options;
+  p.ws = d.workspace;
+  p.ws_mark = d.workspace->mark();
+  p.n = d.n;
+  p.n_rows = d.n_rows;
+  p.max_keys = d.max_keys;
+  for (const SequenceBatch& sb : d.batch)
+    if (Address(sb.state->storage) == 0) {
+      EndPass();
+      return Internal("BeginPass: a sequence state of another backend");
+    }
+  Status st = gpu::UploadPassTables(*device_, stream_, p, [this](const SequenceState& s) { return Address(s.storage); },
+                                    transfers_);
+  const int64_t E = p.hp->n_embd;
+  if (st.ok()) {
+    for (DevicePtr& a : p.act) a = gpu::Take(*p.ws, static_cast<uint64_t>(p.n * E) * sizeof(float));
+    if (!p.act[2]) st = p.ws->Exhausted("forward pass");
+  }
+  if (st.ok()) {
+    // Token embeddings.
+    const TensorView* emb = d.model->Get(R::kTokenEmbd);
+    auto w = Weight(emb);
+    st = w.status();
+    if (st.ok()) {
+      gpu::EmbedArgs a{};
+      a.table = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(w->data));
+      a.row_bytes = w->row_bytes;
+      a.ids = p.tables.ids;
+      a.x = reinterpret_cast<float*>(static_cast<uintptr_t>(p.act[0]));
+      a.n = static_cast<int32_t>(p.n);
+      a.cols = static_cast<int32_t>(E);
+      const uint32_t threads = 64;
+      const uint32_t subs = static_cast<uint32_t>((E + 31) / 32);
+      st = L()(kernels_.embed[static_cast<size_t>(w->type)],
+               gpu::Dim3{static_cast<uint32_t>(p.n), (subs + threads - 1) / threads, 1}, gpu::Dim3{threads, 1, 1}, 0, a);
+    }
+  }
+  st = Check(st);
+  if (!st.ok()) EndPass();
+  return st;
+}
+
+void GpuBackend::EndPass() {
+  if (pass_->ws) pass_->ws->Release(pass_->ws_mark);
+  pass_->Reset();
+  in_pass_ = false;
+}
+
+Status GpuBackend::RmsNorm(strata::Act src, const TensorView* weight, strata::Act dst) {
+  const PassState& p = *pass_;
+  STRATA_ASSIGN_OR_RETURN(DevicePtr w, WeightVector(weight));
+  gpu::RmsNormArgs a{};
+  a.x = gpu::AsPtr<const float>(ActAddr(src));
+  a.w = gpu::AsPtr<const float>(w);
+  a.y = gpu::AsPtr<float>(ActAddr(dst));
+  a.n = static_cast<int32_t>(p.n);
+  a.cols = static_cast<int32_t>(p.hp->n_embd);
+  a.eps = p.hp->rms_eps;
+  return Check(L()(kernels_.rms_norm, gpu::Dim3{static_cast<uint32_t>(p.n), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
+}
+
+Status GpuBackend::Add(strata::Act dst, strata::Act src) {
+  const PassState& p = *pass_;
+  gpu::AddArgs a{};
+  a.x = gpu::AsPtr<float>(ActAddr(dst));
+  a.y = gpu::AsPtr<const float>(ActAddr(src));
+  a.n = p.n * p.hp->n_embd;
+  return Check(L()(kernels_.add, gpu::Dim3{gpu::GridFor(a.n, 256), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
+}
+
+Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits) {
+  PassState& p = *pass_;
+  const int64_t E = p.hp->n_embd;
+  WorkspaceScope scope(*p.ws);
+  STRATA_ASSIGN_OR_RETURN(DevicePtr nw, WeightVector(norm));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix w, Weight(&head));
+  const DevicePtr out = gpu::Take(*p.ws, static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float));
+  const DevicePtr xq = gpu::Take(*p.ws, gpu::QuantizedBytes(p.n_rows, E));
+  if (!xq) return p.ws->Exhausted("output head");
+  // The rows asked for, normed into kH's first rows.
+  gpu::RmsNormArgs a{};
+  a.x = gpu::AsPtr<const float>(ActAddr(strata::Act::kX));
+  a.w = gpu::AsPtr<const float>(nw);
+  a.y = gpu::AsPtr<float>(ActAddr(strata::Act::kH));
+  a.rows = p.tables.rows;
+  a.n = static_cast<int32_t>(p.n_rows);
+  a.cols = static_cast<int32_t>(E);
+  a.eps = p.hp->rms_eps;
+  STRATA_RETURN_IF_ERROR(L()(kernels_.rms_norm, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
+  STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), w, ActAddr(strata::Act::kH), p.n_rows, out, xq));
+  const uint64_t bytes = static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float);
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(logits, out, bytes, stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  transfers_.down_bytes += bytes;
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+}  // namespace strata

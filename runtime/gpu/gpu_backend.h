@@ -1,0 +1,104 @@
+#pragma once
+// GpuBackend: the execution seam (runtime/model/backend.h) on a GPU, through
+// the device interface (device.h): CUDA, HIP, or the software GPU. It keeps
+// the whole model on the device: the weights (uploaded at Bind), every
+// sequence's KV cache (F32, F16, Q8_0) and recurrent state, and the pass's
+// activations and scratch (the workspace). Between ops nothing comes back to
+// the host: a pass uploads its token tables and downloads the logits rows
+// asked for.
+//
+// The ops are the CPU backend's, as kernels (runtime/gpu/kernels/); docs/gpu.md
+// says which kernel runs what, and tests/gpu_backend_test.cc compares every op
+// with the CPU backend on the software GPU.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/gpu/device.h"
+#include "runtime/gpu/gpu_matmul.h"
+#include "runtime/gpu/kernel_table.h"
+#include "runtime/model/backend.h"
+
+namespace strata {
+
+class GpuBackend : public Backend {
+ public:
+  // A backend over an open device (OpenCudaDevice, OpenHipDevice,
+  // OpenSoftwareGpu). Errors: the device's module lacks a kernel; a stream
+  // cannot be made.
+  static Result<std::unique_ptr<GpuBackend>> Create(std::unique_ptr<gpu::Device> device);
+  ~GpuBackend() override;
+
+  std::string name() const override;
+  std::vector<std::string> Notes() const override;
+  gpu::Device& device() { return *device_; }
+
+  // --- Backend --------------------------------------------------------------
+  Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) override;
+  Status Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) override;
+  Status Download(const BackendBuffer& src, uint64_t offset, void* dst, uint64_t bytes) override;
+  // Uploads every tensor the forward pass reads (the bytes that run: a
+  // decode copy where the model reads one), counted as weight_bytes.
+  // Errors: a type without a kernel (naming the tensor), device memory.
+  Status Bind(const Model& model) override;
+  Placement WeightPlacement() const override;
+  uint64_t ResidentWeightBytes(const Model& model) const override;
+  uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const override;
+  Result<Workspace> CreateWorkspace(uint64_t bytes, std::string_view what) override;
+  Status ClearRecurrent(SequenceState& state) override;
+  Status CopyRecurrent(const SequenceState& from, SequenceState& to) override;
+  Status BeginPass(const PassDesc& pass) override;
+  Status RmsNorm(Act src, const TensorView* weight, Act dst) override;
+  Status Add(Act dst, Act src) override;
+  Status Attention(int32_t il, Mixer mixer, Act in, Act out) override;
+  Status GatedDeltaNet(int32_t il, Act in, Act out) override;
+  Status DenseFfn(int32_t il, Act in, Act out) override;
+  Status MoeFfn(int32_t il, Act in, Act out) override;
+  Status SharedExpert(int32_t il, Act in, Act out) override;
+  Status Logits(const TensorView* norm, const TensorView& head, float* logits) override;
+  void EndPass() override;
+
+  struct PassState;  // gpu_backend.cc
+
+ protected:
+  void Free(uint32_t id) override;
+
+ private:
+  explicit GpuBackend(std::unique_ptr<gpu::Device> device);
+
+  // The device address of a buffer (0 when it is not this backend's).
+  gpu::DevicePtr Address(const BackendBuffer& b) const;
+  // The device copy of a tensor the forward pass reads (Bind), or an error
+  // naming it.
+  Result<gpu::DeviceMatrix> Weight(const TensorView* t) const;
+  Result<gpu::DevicePtr> WeightVector(const TensorView* t) const;  // 1-D F32; 0 when t is null
+  gpu::DevicePtr ActAddr(Act a) const;
+  gpu::Launcher L() const { return {device_.get(), stream_, &kernels_}; }
+  // Checks the device after an op: a poisoned context fails the op.
+  Status Check(Status s) const;
+  // y = W x for the pass's n rows (or `n` given), taking quantized
+  // activations from the workspace.
+  Status Product(const TensorView* w, gpu::DevicePtr x, int64_t n, gpu::DevicePtr y);
+  Status SwiGlu(const TensorView* gate, const TensorView* up, const TensorView* down, gpu::DevicePtr x, int64_t n,
+                gpu::DevicePtr out);
+  Status MoeOnHost(int32_t il, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts, gpu::DevicePtr out);
+
+  std::unique_ptr<gpu::Device> device_;
+  gpu::Stream stream_ = nullptr;
+  gpu::KernelTable kernels_;
+  struct Block {
+    gpu::DevicePtr ptr = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<Block> blocks_;  // by buffer id; freed ids are reused
+  std::vector<uint32_t> free_ids_;
+  // The bound model's tensors and their device copies (by index; 0: not uploaded).
+  const TensorView* bound_begin_ = nullptr;
+  size_t bound_count_ = 0;
+  std::vector<gpu::DevicePtr> weights_;
+  std::unique_ptr<PassState> pass_;
+  bool in_pass_ = false;
+};
+
+}  // namespace strata

@@ -1,0 +1,447 @@
+// The GPU backend's layer ops: attention, the gated delta-net, the dense and
+// routed FFNs, the shared expert. Each takes its scratch from the pass's
+// workspace in the order gpu_workspace.cc counts it.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "runtime/base/strings.h"
+#include "runtime/gpu/gpu_backend.h"
+#include "runtime/gpu/gpu_pass.h"
+#include "runtime/gpu/gpu_workspace.h"
+#include "runtime/gpu/kernels/kernel_args.h"
+
+namespace strata {
+
+using gpu::AsPtr;
+using gpu::DevicePtr;
+using gpu::Dim3;
+using gpu::GridFor;
+using gpu::Take;
+using R = TensorRole;
+
+namespace {
+uint64_t F(int64_t n) { return static_cast<uint64_t>(n) * sizeof(float); }
+uint64_t I(int64_t n) { return static_cast<uint64_t>(n) * sizeof(int32_t); }
+}  // namespace
+
+Status GpuBackend::Product(const TensorView* w, DevicePtr x, int64_t n, DevicePtr y) {
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix m, Weight(w));
+  WorkspaceScope scope(*pass_->ws);
+  DevicePtr xq = 0;
+  if (gpu::QuantizesActivations(m.type)) {
+    xq = Take(*pass_->ws, gpu::QuantizedBytes(n, m.cols));
+    if (!xq) return pass_->ws->Exhausted("a product's activations");
+  }
+  return gpu::MatMul(L(), m, x, n, y, xq);
+}
+
+Status GpuBackend::SwiGlu(const TensorView* gate, const TensorView* up, const TensorView* down, DevicePtr x, int64_t n,
+                          DevicePtr out) {
+  Workspace& ws = *pass_->ws;
+  WorkspaceScope scope(ws);
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix g, Weight(gate));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix u, Weight(up));
+  const DevicePtr gv = Take(ws, F(n * g.rows));
+  const DevicePtr uv = Take(ws, F(n * u.rows));
+  const DevicePtr xq = Take(ws, gpu::QuantizedBytes(n, g.cols));
+  if (!xq) return ws.Exhausted("SwiGLU");
+  // One quantization of x serves gate and up (both read it whole).
+  if (gpu::QuantizesActivations(g.type) || gpu::QuantizesActivations(u.type))
+    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), x, 0, n, g.cols, xq));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), g, gpu::QuantizesActivations(g.type) ? xq : x, n, gv));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), u, gpu::QuantizesActivations(u.type) ? xq : x, n, uv));
+  gpu::SwiGluArgs a{AsPtr<float>(gv), AsPtr<const float>(uv), n * g.rows};
+  STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(a.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, a));
+  return Product(down, gv, n, out);
+}
+
+// --- attention ----------------------------------------------------------------
+
+Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Act out) {
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const int64_t n = p.n, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const bool gated = mixer == Mixer::kGatedAttention;
+  const gpu::AttentionShape shape = gpu::AttentionShape::For(hp, mixer, n, p.max_keys);
+  WorkspaceScope scope(ws);
+  const DevicePtr q = Take(ws, F(n * shape.q_width));
+  const DevicePtr k = Take(ws, F(n * Hkv * Dk));
+  const DevicePtr v = Take(ws, F(n * Hkv * Dv));
+  const DevicePtr attn = Take(ws, F(n * H * Dv));
+  const DevicePtr partial = shape.splits > 1 ? Take(ws, F(n * H * shape.splits * (Dv + 2))) : 1;
+  const DevicePtr xq = Take(ws, gpu::QuantizedBytes(n, hp.n_embd));
+  if (!xq || !partial) return ws.Exhausted("attention");
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wq, Weight(m.Get(il, R::kAttnQ)));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wk, Weight(m.Get(il, R::kAttnK)));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wv, Weight(m.Get(il, R::kAttnV)));
+  const DevicePtr h = ActAddr(in);
+  if (gpu::QuantizesActivations(wq.type) || gpu::QuantizesActivations(wk.type) || gpu::QuantizesActivations(wv.type))
+    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), h, 0, n, hp.n_embd, xq));
+  auto prepared = [&](const gpu::DeviceMatrix& w) { return gpu::QuantizesActivations(w.type) ? xq : h; };
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wq, prepared(wq), n, q));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wk, prepared(wk), n, k));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wv, prepared(wv), n, v));
+
+  const SequenceState& st0 = *p.batch[0].state;
+  const KvType kv = st0.kv_type;
+  const int64_t kh = KvHeadBytes(kv, Dk), vh = KvHeadBytes(kv, Dv);
+  const uint32_t warps_block = 4 * L().warp();
+  {
+    gpu::AttnPrepArgs a{};
+    a.q = AsPtr<float>(q);
+    a.k = AsPtr<const float>(k);
+    a.v = AsPtr<const float>(v);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr qn, WeightVector(m.Get(il, R::kAttnQNorm)));
+    STRATA_ASSIGN_OR_RETURN(DevicePtr kn, WeightVector(m.Get(il, R::kAttnKNorm)));
+    a.q_norm = AsPtr<const float>(qn);
+    a.k_norm = AsPtr<const float>(kn);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.n = static_cast<int32_t>(n);
+    a.H = static_cast<int32_t>(H), a.Hkv = static_cast<int32_t>(Hkv), a.Dk = static_cast<int32_t>(Dk),
+    a.Dv = static_cast<int32_t>(Dv);
+    a.q_width = static_cast<int32_t>(shape.q_width);
+    a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
+    a.n_rot = static_cast<int32_t>(hp.n_rot);
+    a.rope_neox = hp.rope_type == RopeType::kNorm ? 0 : 1;  // NEOX and text-only IMRoPE
+    a.kv_type = static_cast<int32_t>(kv);
+    a.k_row_bytes = Hkv * kh, a.v_row_bytes = Hkv * vh, a.k_head_bytes = kh, a.v_head_bytes = vh;
+    a.freq_base = hp.rope_freq_base, a.freq_scale = hp.rope_freq_scale, a.eps = hp.rms_eps;
+    const uint32_t items = static_cast<uint32_t>(H + 2 * Hkv);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.attn_prep, Dim3{static_cast<uint32_t>(n), GridFor(items, 4), 1},
+                               Dim3{warps_block, 1, 1}, 0, a));
+  }
+  {
+    gpu::AttnArgs a{};
+    a.q = AsPtr<const float>(q);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.tile_t0 = p.tile_t0;
+    a.tile_nt = p.tile_nt;
+    a.q_width = static_cast<int32_t>(shape.q_width);
+    a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
+    a.H = static_cast<int32_t>(H), a.Hkv = static_cast<int32_t>(Hkv), a.Dk = static_cast<int32_t>(Dk),
+    a.Dv = static_cast<int32_t>(Dv);
+    a.kv_type = static_cast<int32_t>(kv);
+    a.k_row_bytes = Hkv * kh, a.v_row_bytes = Hkv * vh, a.k_head_bytes = kh, a.v_head_bytes = vh;
+    a.rows_per_block = p.attn.rows;
+    a.keys_per_tile = p.attn.keys;
+    a.splits = static_cast<int32_t>(shape.splits);
+    a.split_keys = gpu::AttnBlocking::kSplitKeys;
+    a.gated = gated ? 1 : 0;
+    a.scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
+    a.out = AsPtr<float>(attn);
+    a.partial = AsPtr<float>(partial);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
+                               Dim3{static_cast<uint32_t>(p.n_tiles), static_cast<uint32_t>(Hkv),
+                                    static_cast<uint32_t>(shape.splits)},
+                               Dim3{warps_block, 1, 1}, p.attn.shared_bytes, a));
+    if (shape.splits > 1) {
+      gpu::AttnCombineArgs c{};
+      c.partial = AsPtr<const float>(partial);
+      c.q = AsPtr<const float>(q);
+      c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
+      c.n = static_cast<int32_t>(n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits, c.gated = a.gated;
+      c.out = AsPtr<float>(attn);
+      STRATA_RETURN_IF_ERROR(
+          L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(n * H), 1, 1}, Dim3{128, 1, 1}, 0, c));
+    }
+  }
+  return Check(Product(m.Get(il, R::kAttnOutput), attn, n, ActAddr(out)));
+}
+
+// --- gated delta-net ---------------------------------------------------------------
+
+Status GpuBackend::GatedDeltaNet(int32_t il, strata::Act in, strata::Act out) {
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const gpu::DeltaNetShape sh = gpu::DeltaNetShape::For(hp);
+  const int64_t n = p.n;
+  const bool chunked = p.opt->delta_net == DeltaNetMode::kChunked;
+  WorkspaceScope scope(ws);
+  const DevicePtr qkv = Take(ws, F(n * sh.channels));
+  const DevicePtr z = Take(ws, F(n * sh.value_dim));
+  const DevicePtr beta = Take(ws, F(n * sh.n_v));
+  const DevicePtr alpha = Take(ws, F(n * sh.n_v));
+  const DevicePtr x = Take(ws, F(n * sh.channels));
+  const DevicePtr y = Take(ws, F(n * sh.value_dim));
+  const DevicePtr scratch = chunked ? Take(ws, F(p.n_seq * sh.n_v * gpu::DeltaNetShape::kChunk * sh.dv)) : 1;
+  if (!scratch || !y) return ws.Exhausted("gated delta-net");
+  const DevicePtr h = ActAddr(in);
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kAttnQkv), h, n, qkv));
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kAttnGate), h, n, z));
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kSsmBeta), h, n, beta));
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kSsmAlpha), h, n, alpha));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr conv_w, WeightVector(m.Get(il, R::kSsmConv1d)));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr dt_bias, WeightVector(m.Get(il, R::kSsmDtBias)));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr a_log, WeightVector(m.Get(il, R::kSsmA)));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr norm_w, WeightVector(m.Get(il, R::kSsmNorm)));
+  const uint32_t ch_blocks = GridFor(sh.channels, 128);
+  {
+    gpu::ConvArgs a{};
+    a.qkv = AsPtr<const float>(qkv);
+    a.x = AsPtr<float>(x);
+    a.conv_w = AsPtr<const float>(conv_w);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.n = static_cast<int32_t>(n), a.channels = static_cast<int32_t>(sh.channels), a.d_conv = static_cast<int32_t>(sh.d_conv);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.delta_conv, Dim3{static_cast<uint32_t>(n), ch_blocks, 1}, Dim3{128, 1, 1}, 0, a));
+  }
+  {
+    gpu::DeltaPrepArgs a{};
+    a.x = AsPtr<float>(x);
+    a.beta = AsPtr<float>(beta);
+    a.alpha = AsPtr<float>(alpha);
+    a.dt_bias = AsPtr<const float>(dt_bias);
+    a.a = AsPtr<const float>(a_log);
+    a.n = static_cast<int32_t>(n), a.channels = static_cast<int32_t>(sh.channels), a.n_k = static_cast<int32_t>(sh.n_k),
+    a.n_v = static_cast<int32_t>(sh.n_v), a.dk = static_cast<int32_t>(sh.dk);
+    a.eps = hp.rms_eps;
+    a.q_scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
+    STRATA_RETURN_IF_ERROR(L()(kernels_.delta_prep, Dim3{static_cast<uint32_t>(n), GridFor(2 * sh.n_k + 1, 4), 1},
+                               Dim3{4 * L().warp(), 1, 1}, 0, a));
+  }
+  {
+    gpu::ConvUpdateArgs a{};
+    a.qkv = AsPtr<const float>(qkv);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.channels = static_cast<int32_t>(sh.channels), a.d_conv = static_cast<int32_t>(sh.d_conv);
+    STRATA_RETURN_IF_ERROR(
+        L()(kernels_.delta_conv_update, Dim3{static_cast<uint32_t>(p.n_seq), ch_blocks, 1}, Dim3{128, 1, 1}, 0, a));
+  }
+  {
+    gpu::DeltaRuleArgs a{};
+    a.x = AsPtr<const float>(x);
+    a.beta = AsPtr<const float>(beta);
+    a.alpha = AsPtr<const float>(alpha);
+    a.y = AsPtr<float>(y);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.channels = static_cast<int32_t>(sh.channels), a.key_dim = static_cast<int32_t>(sh.key_dim),
+    a.n_k = static_cast<int32_t>(sh.n_k), a.n_v = static_cast<int32_t>(sh.n_v), a.dk = static_cast<int32_t>(sh.dk),
+    a.dv = static_cast<int32_t>(sh.dv);
+    a.chunked = chunked ? 1 : 0;
+    a.scratch = AsPtr<float>(scratch);
+    const uint32_t threads = static_cast<uint32_t>((sh.dv + L().warp() - 1) / L().warp() * L().warp());
+    STRATA_RETURN_IF_ERROR(L()(kernels_.delta_rule,
+                               Dim3{static_cast<uint32_t>(p.n_seq), static_cast<uint32_t>(sh.n_v), 1},
+                               Dim3{threads, 1, 1}, 0, a));
+  }
+  {
+    gpu::GatedNormArgs a{};
+    a.y = AsPtr<const float>(y);
+    a.z = AsPtr<float>(z);
+    a.norm_w = AsPtr<const float>(norm_w);
+    a.n = static_cast<int32_t>(n), a.n_v = static_cast<int32_t>(sh.n_v), a.dv = static_cast<int32_t>(sh.dv);
+    a.eps = hp.rms_eps;
+    STRATA_RETURN_IF_ERROR(
+        L()(kernels_.gated_norm, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{4 * L().warp(), 1, 1}, 0, a));
+  }
+  return Check(Product(m.Get(il, R::kSsmOut), z, n, ActAddr(out)));
+}
+
+// --- feed-forward ----------------------------------------------------------------------
+
+Status GpuBackend::DenseFfn(int32_t il, strata::Act in, strata::Act out) {
+  const Model& m = *pass_->m;
+  return Check(SwiGlu(m.Get(il, R::kFfnGate), m.Get(il, R::kFfnUp), m.Get(il, R::kFfnDown), ActAddr(in), pass_->n,
+                      ActAddr(out)));
+}
+
+Status GpuBackend::SharedExpert(int32_t il, strata::Act in, strata::Act out) {
+  PassState& p = *pass_;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const int64_t n = p.n, E = p.hp->n_embd;
+  WorkspaceScope scope(ws);
+  const DevicePtr sh = Take(ws, F(n * E));
+  if (!sh) return ws.Exhausted("shared expert");
+  STRATA_RETURN_IF_ERROR(SwiGlu(m.Get(il, R::kFfnGateShexp), m.Get(il, R::kFfnUpShexp), m.Get(il, R::kFfnDownShexp),
+                                ActAddr(in), n, sh));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr gw, WeightVector(m.Get(il, R::kFfnGateInpShexp)));
+  gpu::SharedGateArgs a{};
+  a.h = AsPtr<const float>(ActAddr(in));
+  a.gate_w = AsPtr<const float>(gw);
+  a.sh = AsPtr<const float>(sh);
+  a.out = AsPtr<float>(ActAddr(out));
+  a.n = static_cast<int32_t>(n), a.cols = static_cast<int32_t>(E);
+  return Check(L()(kernels_.shared_gate, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, a));
+}
+
+// Routed experts: the router's product, softmax and top-k on the device;
+// then the entries grouped by expert, every selected expert's gate and up in
+// one launch each, SiLU, every down in one launch, and the weighted sum. With
+// an expert executor (the tiered pool) the experts run on the host instead.
+Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const int64_t n = p.n, NE = hp.n_expert, K = hp.n_expert_used, E = hp.n_embd, nK = n * K;
+  WorkspaceScope scope(ws);
+  const DevicePtr logits = Take(ws, F(n * NE));
+  const DevicePtr sel = Take(ws, I(nK));
+  const DevicePtr wts = Take(ws, F(nK));
+  const DevicePtr probs = Take(ws, F(nK));
+  if (!probs) return ws.Exhausted("MoE routing");
+  const DevicePtr h = ActAddr(in);
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kFfnGateInp), h, n, logits));
+  {
+    gpu::TopKArgs a{};
+    a.logits = AsPtr<const float>(logits);
+    a.sel = AsPtr<int32_t>(sel);
+    a.wts = AsPtr<float>(wts);
+    a.probs = AsPtr<float>(probs);
+    a.n = static_cast<int32_t>(n), a.n_expert = static_cast<int32_t>(NE), a.k = static_cast<int32_t>(K);
+    a.norm = hp.expert_weights_norm ? 1 : 0;
+    a.scale = hp.expert_weights_scale;
+    STRATA_RETURN_IF_ERROR(
+        L()(kernels_.moe_topk, Dim3{GridFor(n, 4), 1, 1}, Dim3{4 * L().warp(), 1, 1}, 0, a));
+  }
+  if (p.opt->observer) {
+    // The routing crosses to the host observer, token by token.
+    std::vector<int32_t> s(static_cast<size_t>(nK));
+    std::vector<float> pr(static_cast<size_t>(nK));
+    STRATA_RETURN_IF_ERROR(device_->CopyToHost(s.data(), sel, I(nK), stream_));
+    STRATA_RETURN_IF_ERROR(device_->CopyToHost(pr.data(), probs, F(nK), stream_));
+    STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+    transfers_.down_bytes += I(nK) + F(nK);
+    ++transfers_.down_calls;
+    for (int64_t t = 0; t < n; ++t)
+      p.opt->observer->OnRouted(il, {s.data() + t * K, static_cast<size_t>(K)}, {pr.data() + t * K, static_cast<size_t>(K)});
+  }
+  if (p.opt->experts) return Check(MoeOnHost(il, h, sel, wts, ActAddr(out)));
+
+  const gpu::MoeShape shape = gpu::MoeShape::For(hp, n);
+  const DevicePtr counts = Take(ws, I(NE));
+  const DevicePtr first = Take(ws, I(NE + 1));
+  const DevicePtr fill = Take(ws, I(NE));
+  const DevicePtr where = Take(ws, I(nK));
+  const DevicePtr place_expert = Take(ws, I(nK));
+  const DevicePtr place_token = Take(ws, I(nK));
+  const DevicePtr tiles = Take(ws, I(3 * shape.max_tiles + 1));
+  const DevicePtr g = Take(ws, F(nK * shape.ff));
+  const DevicePtr u = Take(ws, F(nK * shape.ff));
+  const DevicePtr results = Take(ws, F(nK * E));
+  const DevicePtr xq_h = Take(ws, gpu::QuantizedBytes(n, E));
+  const DevicePtr xq_g = Take(ws, gpu::QuantizedBytes(nK, shape.ff));
+  if (!xq_g) return ws.Exhausted("MoE experts");
+  {
+    STRATA_RETURN_IF_ERROR(device_->Fill(counts, 0, I(NE), stream_));
+    gpu::MoeRouteArgs a{};
+    a.sel = AsPtr<const int32_t>(sel);
+    a.n_entries = static_cast<int32_t>(nK), a.k = static_cast<int32_t>(K), a.n_expert = static_cast<int32_t>(NE);
+    a.counts = AsPtr<int32_t>(counts);
+    a.first = AsPtr<int32_t>(first);
+    a.fill = AsPtr<int32_t>(fill);
+    a.where = AsPtr<int32_t>(where);
+    a.place_expert = AsPtr<int32_t>(place_expert);
+    a.place_token = AsPtr<int32_t>(place_token);
+    a.tile_cols = static_cast<int32_t>(gpu::kTileColumns);
+    a.max_tiles = shape.max_tiles;
+    a.tile_expert = AsPtr<int32_t>(tiles);
+    a.tile_col0 = AsPtr<int32_t>(tiles + I(shape.max_tiles));
+    a.tile_ncols = AsPtr<int32_t>(tiles + I(2 * shape.max_tiles));
+    a.n_tiles = AsPtr<int32_t>(tiles + I(3 * shape.max_tiles));
+    const uint32_t blocks = GridFor(nK, 256);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.moe_count, Dim3{blocks, 1, 1}, Dim3{256, 1, 1}, 0, a));
+    STRATA_RETURN_IF_ERROR(L()(kernels_.moe_offsets, Dim3{1, 1, 1}, Dim3{256, 1, 1}, 0, a));
+    STRATA_RETURN_IF_ERROR(L()(kernels_.moe_place, Dim3{blocks, 1, 1}, Dim3{256, 1, 1}, 0, a));
+  }
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wg, Weight(m.Get(il, R::kFfnGateExps)));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wu, Weight(m.Get(il, R::kFfnUpExps)));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wd, Weight(m.Get(il, R::kFfnDownExps)));
+  gpu::ExpertPlaces places;
+  places.n_places = nK;
+  places.place_expert = place_expert;
+  places.per_place = shape.per_place;
+  places.tile_expert = tiles;
+  places.tile_col0 = tiles + I(shape.max_tiles);
+  places.tile_ncols = tiles + I(2 * shape.max_tiles);
+  places.n_tiles = tiles + I(3 * shape.max_tiles);
+  places.max_tiles = shape.max_tiles;
+  // Gate and up: column p is token place_token[p] through expert place_expert[p].
+  places.place_xcol = place_token;
+  if (gpu::QuantizesActivations(wg.type) || gpu::QuantizesActivations(wu.type))
+    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), h, 0, n, E, xq_h));
+  auto prepared = [&](const gpu::DeviceMatrix& w, DevicePtr xq, DevicePtr x) {
+    return gpu::QuantizesActivations(w.type) ? xq : x;
+  };
+  auto stride = [](const gpu::DeviceMatrix& w) { return gpu::QuantizesActivations(w.type) ? w.cols / 32 : w.cols; };
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wg, prepared(wg, xq_h, h), stride(wg), places, g));
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wu, prepared(wu, xq_h, h), stride(wu), places, u));
+  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), nK * shape.ff};
+  STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
+  // Down: column p is place p's own row of g.
+  places.place_xcol = 0;
+  if (gpu::QuantizesActivations(wd.type)) STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), g, 0, nK, shape.ff, xq_g));
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wd, prepared(wd, xq_g, g), stride(wd), places, results));
+  gpu::MoeCombineArgs c{};
+  c.results = AsPtr<const float>(results);
+  c.where = AsPtr<const int32_t>(where);
+  c.wts = AsPtr<const float>(wts);
+  c.out = AsPtr<float>(ActAddr(out));
+  c.n = static_cast<int32_t>(n), c.k = static_cast<int32_t>(K), c.cols = static_cast<int32_t>(E);
+  return Check(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
+}
+
+// The tiered expert pool's path: the tokens' rows and their routing come to
+// the host, each selected expert runs there (ExpertExecutor), and the
+// results go back to be summed on the device. Host buffers are made per
+// call: the device tier of a GPU run (its own expert slots on the device)
+// replaces this path.
+Status GpuBackend::MoeOnHost(int32_t il, DevicePtr h, DevicePtr sel, DevicePtr wts, DevicePtr out) {
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const int64_t n = p.n, K = hp.n_expert_used, E = hp.n_embd, NE = hp.n_expert;
+  std::vector<float> x(static_cast<size_t>(n * E)), results(static_cast<size_t>(n * K * E)), xe(static_cast<size_t>(n * E)),
+      ye(static_cast<size_t>(n * E));
+  std::vector<int32_t> s(static_cast<size_t>(n * K));
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(x.data(), h, F(n * E), stream_));
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(s.data(), sel, I(n * K), stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  transfers_.down_bytes += F(n * E) + I(n * K);
+  ++transfers_.down_calls;
+  for (int64_t e = 0; e < NE; ++e) {
+    int64_t mrows = 0;
+    for (int64_t i = 0; i < n * K; ++i)
+      if (s[static_cast<size_t>(i)] == e) {
+        std::memcpy(&xe[static_cast<size_t>(mrows * E)], &x[static_cast<size_t>((i / K) * E)], F(E));
+        ++mrows;
+      }
+    if (mrows == 0) continue;
+    STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe.data(), mrows, ye.data()));
+    int64_t r = 0;
+    for (int64_t i = 0; i < n * K; ++i)
+      if (s[static_cast<size_t>(i)] == e) std::memcpy(&results[static_cast<size_t>(i * E)], &ye[static_cast<size_t>(r++ * E)], F(E));
+  }
+  WorkspaceScope scope(*p.ws);
+  const DevicePtr res = Take(*p.ws, F(n * K * E));
+  if (!res) return p.ws->Exhausted("MoE experts");
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(res, results.data(), F(n * K * E), stream_));
+  transfers_.up_bytes += F(n * K * E);
+  ++transfers_.up_calls;
+  gpu::MoeCombineArgs c{};
+  c.results = AsPtr<const float>(res);
+  c.where = nullptr;  // entry order
+  c.wts = AsPtr<const float>(wts);
+  c.out = AsPtr<float>(out);
+  c.n = static_cast<int32_t>(n), c.k = static_cast<int32_t>(K), c.cols = static_cast<int32_t>(E);
+  STRATA_RETURN_IF_ERROR(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
+  return device_->Synchronize(stream_);  // `results` goes when this returns
+}
+
+}  // namespace strata
