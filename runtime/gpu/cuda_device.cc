@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/gpu/cuda_driver.h"
+#include "runtime/base/fault_injection.h"
 #include "runtime/gpu/driver_checks.h"
 #include "strata/gpu_images_config.h"
 
@@ -123,6 +124,9 @@ class CudaDevice final : public Device {
   }
   CUstream StreamOf(Stream s) const { return s == nullptr ? default_stream_ : ToCu(s); }
   Status LoadModule();
+  // The gpu-copy fault site (runtime/base/fault_injection.h), as the software
+  // GPU has it: OK, or the failure `call` reports instead of running.
+  Status CopyFault(const char* call, uint64_t bytes);
 
   const std::shared_ptr<const CudaDriver> driver_;
   const CudaDriver& d_;
@@ -265,6 +269,10 @@ Status CudaDevice::MemoryInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
 Result<DevicePtr> CudaDevice::Allocate(uint64_t bytes, std::string_view what) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return InvalidArgument("Allocate(0 bytes) for '" + std::string(what) + "' on " + Where());
+  if (ShouldInjectFault(FaultSite::kGpuAllocate)) {
+    return ResourceExhausted("cuMemAlloc(" + ByteCount(bytes) + " for '" + std::string(what) + "') on " + Where() +
+                             ": injected fault (gpu-allocate)");
+  }
   CUdeviceptr p = 0;
   const CUresult r = d_.MemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -305,6 +313,7 @@ void CudaDevice::FreePinned(void* p) {
 Status CudaDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("cuMemcpyHtoDAsync", bytes));
   return Check(d_.MemcpyHtoDAsync(dst, src, bytes, StreamOf(stream)),
                [&] { return "cuMemcpyHtoDAsync(" + ByteCount(bytes) + ")"; });
 }
@@ -312,6 +321,7 @@ Status CudaDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, 
 Status CudaDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("cuMemcpyDtoHAsync", bytes));
   return Check(d_.MemcpyDtoHAsync(dst, src, bytes, StreamOf(stream)),
                [&] { return "cuMemcpyDtoHAsync(" + ByteCount(bytes) + ")"; });
 }
@@ -319,6 +329,7 @@ Status CudaDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream s
 Status CudaDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("cuMemcpyDtoDAsync", bytes));
   return Check(d_.MemcpyDtoDAsync(dst, src, bytes, StreamOf(stream)),
                [&] { return "cuMemcpyDtoDAsync(" + ByteCount(bytes) + ")"; });
 }
@@ -326,8 +337,14 @@ Status CudaDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, St
 Status CudaDevice::Fill(DevicePtr dst, uint8_t value, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("cuMemsetD8Async", bytes));
   return Check(d_.MemsetD8Async(dst, value, bytes, StreamOf(stream)),
                [&] { return "cuMemsetD8Async(" + ByteCount(bytes) + ")"; });
+}
+
+Status CudaDevice::CopyFault(const char* call, uint64_t bytes) {
+  if (!ShouldInjectFault(FaultSite::kGpuCopy)) return Status::Ok();
+  return Internal(std::string(call) + "(" + ByteCount(bytes) + ") on " + Where() + ": injected fault (gpu-copy)");
 }
 
 // --- kernels -----------------------------------------------------------------------
@@ -377,6 +394,14 @@ Status CudaDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic
   const auto* k = reinterpret_cast<const KernelEntry*>(kernel);
   STRATA_RETURN_IF_ERROR(CheckLaunch(k->name, grid, block, dynamic_shared, args, args_bytes, k->param_bytes,
                                      info_.max_threads_per_block, k->dynamic_shared));
+  // The gpu-launch and gpu-poison fault sites, on the paths the driver's own
+  // errors take (gpu-poison as an illegal address: the device is poisoned).
+  if (ShouldInjectFault(FaultSite::kGpuLaunch)) {
+    return ResourceExhausted("cuLaunchKernel(" + k->name + ") on " + Where() + ": injected fault (gpu-launch)");
+  }
+  if (ShouldInjectFault(FaultSite::kGpuPoison)) {
+    return Check(CUDA_ERROR_ILLEGAL_ADDRESS, [&] { return "cuLaunchKernel(" + k->name + ") [injected fault (gpu-poison)]"; });
+  }
   // One parameter: the struct. The driver copies as many bytes from this
   // address as the kernel's parameter has.
   void* params[1] = {const_cast<void*>(args)};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/fault_injection.h"
 #include "runtime/gpu/driver_checks.h"
 #include "runtime/gpu/hip_driver.h"
 #include "strata/gpu_images_config.h"
@@ -110,6 +111,9 @@ class HipDevice final : public Device {
   hipStream_t StreamOf(Stream s) const { return s == nullptr ? default_stream_ : ToHip(s); }
   std::string ArchName();
   Status LoadModule();
+  // The gpu-copy fault site (runtime/base/fault_injection.h), as the software
+  // GPU has it: OK, or the failure `call` reports instead of running.
+  Status CopyFault(const char* call, uint64_t bytes);
 
   const std::shared_ptr<const HipDriver> driver_;
   const HipDriver& d_;
@@ -247,6 +251,10 @@ Status HipDevice::MemoryInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
 Result<DevicePtr> HipDevice::Allocate(uint64_t bytes, std::string_view what) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return InvalidArgument("Allocate(0 bytes) for '" + std::string(what) + "' on " + Where());
+  if (ShouldInjectFault(FaultSite::kGpuAllocate)) {
+    return ResourceExhausted("hipMalloc(" + ByteCount(bytes) + " for '" + std::string(what) + "') on " + Where() +
+                             ": injected fault (gpu-allocate)");
+  }
   void* p = nullptr;
   const hipError_t e = d_.Malloc(&p, bytes);
   if (e == hipErrorOutOfMemory) {
@@ -286,6 +294,7 @@ void HipDevice::FreePinned(void* p) {
 Status HipDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("hipMemcpyHtoDAsync", bytes));
   // HIP's declaration takes `void*`; it only reads the source.
   return Check(d_.MemcpyHtoDAsync(ToHip(dst), const_cast<void*>(src), bytes, StreamOf(stream)),
                [&] { return "hipMemcpyHtoDAsync(" + ByteCount(bytes) + ")"; });
@@ -294,6 +303,7 @@ Status HipDevice::CopyToDevice(DevicePtr dst, const void* src, uint64_t bytes, S
 Status HipDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("hipMemcpyDtoHAsync", bytes));
   return Check(d_.MemcpyDtoHAsync(dst, ToHip(src), bytes, StreamOf(stream)),
                [&] { return "hipMemcpyDtoHAsync(" + ByteCount(bytes) + ")"; });
 }
@@ -301,6 +311,7 @@ Status HipDevice::CopyToHost(void* dst, DevicePtr src, uint64_t bytes, Stream st
 Status HipDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("hipMemcpyDtoDAsync", bytes));
   return Check(d_.MemcpyDtoDAsync(ToHip(dst), ToHip(src), bytes, StreamOf(stream)),
                [&] { return "hipMemcpyDtoDAsync(" + ByteCount(bytes) + ")"; });
 }
@@ -308,8 +319,14 @@ Status HipDevice::CopyOnDevice(DevicePtr dst, DevicePtr src, uint64_t bytes, Str
 Status HipDevice::Fill(DevicePtr dst, uint8_t value, uint64_t bytes, Stream stream) {
   STRATA_RETURN_IF_ERROR(Enter());
   if (bytes == 0) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(CopyFault("hipMemsetD8Async", bytes));
   return Check(d_.MemsetD8Async(ToHip(dst), value, bytes, StreamOf(stream)),
                [&] { return "hipMemsetD8Async(" + ByteCount(bytes) + ")"; });
+}
+
+Status HipDevice::CopyFault(const char* call, uint64_t bytes) {
+  if (!ShouldInjectFault(FaultSite::kGpuCopy)) return Status::Ok();
+  return Internal(std::string(call) + "(" + ByteCount(bytes) + ") on " + Where() + ": injected fault (gpu-copy)");
 }
 
 // --- kernels -----------------------------------------------------------------------
@@ -351,6 +368,14 @@ Status HipDevice::Launch(Kernel kernel, Dim3 grid, Dim3 block, uint32_t dynamic_
   const auto* k = reinterpret_cast<const KernelEntry*>(kernel);
   STRATA_RETURN_IF_ERROR(CheckLaunch(k->name, grid, block, dynamic_shared, args, args_bytes, 0,
                                      info_.max_threads_per_block, k->dynamic_shared));
+  // The gpu-launch and gpu-poison fault sites, on the paths the driver's own
+  // errors take (gpu-poison as an illegal address: the device is poisoned).
+  if (ShouldInjectFault(FaultSite::kGpuLaunch)) {
+    return ResourceExhausted("hipModuleLaunchKernel(" + k->name + ") on " + Where() + ": injected fault (gpu-launch)");
+  }
+  if (ShouldInjectFault(FaultSite::kGpuPoison)) {
+    return Check(hipErrorIllegalAddress, [&] { return "hipModuleLaunchKernel(" + k->name + ") [injected fault (gpu-poison)]"; });
+  }
   void* params[1] = {const_cast<void*>(args)};
   return Check(d_.ModuleLaunchKernel(k->function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_shared,
                                      StreamOf(stream), params, nullptr),

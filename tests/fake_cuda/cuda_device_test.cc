@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/fault_injection.h"
 #include "runtime/base/platform.h"
 #include "runtime/gpu/images.h"
 #include "runtime/gpu/kernels/kernel_args.h"
@@ -465,6 +466,48 @@ TEST_F(CudaDeviceTest, FaultReportedAtSynchronizePoisons) {
   EXPECT_FALSE(device->poisoned().ok());
   uint64_t free_bytes = 0, total_bytes = 0;
   EXPECT_EQ(device->MemoryInfo(&free_bytes, &total_bytes).message(), s.message());
+}
+
+// The gpu-* fault sites (runtime/base/fault_injection.h), as the software GPU
+// has them, on the paths the driver's own errors take.
+TEST_F(CudaDeviceTest, FaultSites) {
+  Set("FAKE_CUDA_PARAMS", ("strata_fill_f32:" + std::to_string(sizeof(FillArgs))).c_str());
+  auto device = OpenOrDie();
+  ASSERT_NE(device, nullptr);
+  ArmFault(FaultSite::kGpuAllocate, 0);
+  auto a = device->Allocate(64, "weights");
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(a.status().message(), HasSubstr("cuMemAlloc(64 bytes for 'weights') on CUDA device 0 (Fake CUDA GPU 0): "
+                                              "injected fault (gpu-allocate)"));
+  auto d = device->Allocate(64, "weights");
+  ASSERT_TRUE(d.ok());
+
+  ArmFault(FaultSite::kGpuCopy, 1);  // the second copy
+  const uint8_t bytes[64] = {};
+  EXPECT_TRUE(device->CopyToDevice(*d, bytes, 64, nullptr).ok());
+  const Status copy = device->Fill(*d, 0, 64, nullptr);
+  EXPECT_EQ(copy.code(), StatusCode::kInternal);
+  EXPECT_THAT(copy.message(), HasSubstr("cuMemsetD8Async(64 bytes) on CUDA device 0 (Fake CUDA GPU 0): "
+                                        "injected fault (gpu-copy)"));
+
+  auto k = device->FindKernel("strata_fill_f32");
+  ASSERT_TRUE(k.ok());
+  FillArgs args{};
+  ArmFault(FaultSite::kGpuLaunch, 0);
+  const Status launch = device->Launch(*k, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nullptr, &args, sizeof args);
+  EXPECT_EQ(launch.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(launch.message(), HasSubstr("injected fault (gpu-launch)"));
+  EXPECT_TRUE(device->poisoned().ok());
+  EXPECT_EQ(fake_.launch_count(), 0);
+
+  ArmFault(FaultSite::kGpuPoison, 0);
+  const Status poison = device->Launch(*k, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nullptr, &args, sizeof args);
+  EXPECT_THAT(poison.message(), HasSubstr("cuLaunchKernel(strata_fill_f32) [injected fault (gpu-poison)] on CUDA "
+                                          "device 0 (Fake CUDA GPU 0): CUDA_ERROR_ILLEGAL_ADDRESS"));
+  EXPECT_EQ(device->poisoned().message(), poison.message());
+  EXPECT_EQ(device->Synchronize(nullptr).message(), poison.message());
+  DisarmAllFaults();
 }
 
 // --- order and time -----------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/fault_injection.h"
 #include "runtime/base/platform.h"
 #include "runtime/gpu/images.h"
 #include "runtime/gpu/kernels/kernel_args.h"
@@ -204,6 +205,25 @@ TEST_F(HipDeviceTest, IllegalAddressPoisons) {
   EXPECT_EQ(device->poisoned().message(), s.message());
   EXPECT_EQ(device->Allocate(16, "after").status().message(), s.message());
   EXPECT_EQ(device->Synchronize(nullptr).message(), s.message());
+}
+
+TEST_F(HipDeviceTest, FaultSites) {
+  auto device = OpenOrDie();
+  ASSERT_NE(device, nullptr);
+  ArmFault(FaultSite::kGpuAllocate, 0);
+  auto a = device->Allocate(64, "weights");
+  ASSERT_FALSE(a.ok());
+  EXPECT_THAT(a.status().message(), HasSubstr("hipMalloc(64 bytes for 'weights') on HIP device 0 (Fake HIP GPU 0): "
+                                              "injected fault (gpu-allocate)"));
+  auto k = device->FindKernel("strata_fill_f32");
+  ASSERT_TRUE(k.ok());
+  FillArgs args{};
+  ArmFault(FaultSite::kGpuPoison, 0);
+  const Status poison = device->Launch(*k, Dim3{1, 1, 1}, Dim3{64, 1, 1}, 0, nullptr, &args, sizeof args);
+  EXPECT_THAT(poison.message(), HasSubstr("[injected fault (gpu-poison)] on HIP device 0 (Fake HIP GPU 0): "
+                                          "hipErrorIllegalAddress"));
+  EXPECT_EQ(device->Allocate(16, "after").status().message(), poison.message());
+  DisarmAllFaults();
 }
 
 TEST_F(HipDeviceTest, CapturedGraphReplays) {
