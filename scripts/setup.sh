@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every build dependency from Debian 12 packages, then configures and
-# builds Strata (optimized) in build/. Safe to run again.
+# builds Strata (optimized) in build/. Safe to run again. The GPU device code
+# is compiled when its compilers are here: hipcc (installed below) and nvcc
+# (the CUDA toolkit, at /usr/local/cuda or CUDAToolkit_ROOT; not a Debian
+# package, so not installed here). Configure says which images it builds.
 #   bash scripts/setup.sh            # install + build
 #   STRATA_SKIP_APT=1 bash scripts/setup.sh   # build only
 set -euo pipefail
@@ -16,6 +19,8 @@ PACKAGES=(
   libboost-context-dev                   # Boost.Context (fcontext): the software GPU's fibers
   libcpp-httplib-dev nlohmann-json3-dev  # httplib: the tests' HTTP client
   libutf8proc-dev                        # Unicode categories for the tokenizers
+  hipcc libamdhip64-dev rocm-device-libs # the HIP device image (cmake/StrataGpu.cmake); the CUDA
+                                         # one needs nvcc from NVIDIA's CUDA toolkit, not a Debian package
 )
 
 source scripts/apt-install.sh
