@@ -79,11 +79,18 @@ TEST_P(GpuForwardTest, MatchesTheReferenceBackend) {
                                            [&](testing::SyntheticModelSpec& s) { s.matrix_type = c.type; });
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   const Model& m = *opened->model;
-  auto ref = MakeBackend(m, BackendKind::kReference, 1);
-  ASSERT_TRUE(ref.ok());
+  BackendOptions ro;
+  ro.kind = "reference";
+  auto ref_made = MakeBackend(m, ro);
+  ASSERT_TRUE(ref_made.ok());
+  std::unique_ptr<Backend>& ref = ref_made->backend;
   std::unique_ptr<GpuBackend> gpu = SoftwareGpuBackend(m);
-  auto fast = MakeBackend(m, BackendKind::kFast, 2);
-  ASSERT_TRUE(fast.ok());
+  BackendOptions fo;
+  fo.kind = "cpu";
+  fo.threads = 2;
+  auto fast_made = MakeBackend(m, fo);
+  ASSERT_TRUE(fast_made.ok());
+  std::unique_ptr<Backend>& fast = fast_made->backend;
   // Float weights: float arithmetic in another order. Quantized weights: the
   // GPU multiplies int8 activations, the fast CPU path Q8_0/Q8_K ones, and a
   // tiny random model flips routes on that; the GPU must stay within the
@@ -93,16 +100,16 @@ TEST_P(GpuForwardTest, MatchesTheReferenceBackend) {
   for (KvType kv : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) {
     if (!SequenceState::CheckKvType(m.hp(), kv).ok()) continue;  // head dimensions not whole Q8_0 blocks
     SCOPED_TRACE(std::string("kv ") + std::string(KvTypeName(kv)));
-    const std::vector<float> want = PromptThenDecode(m, **ref, kv, DeltaNetMode::kSequential, 3);
-    const double fast_err = NormalizedError(PromptThenDecode(m, **fast, kv, DeltaNetMode::kSequential, 3), want);
+    const std::vector<float> want = PromptThenDecode(m, *ref, kv, DeltaNetMode::kSequential, 3);
+    const double fast_err = NormalizedError(PromptThenDecode(m, *fast, kv, DeltaNetMode::kSequential, 3), want);
     const double gpu_err = NormalizedError(PromptThenDecode(m, *gpu, kv, DeltaNetMode::kSequential, 3), want);
     std::printf("%s %s, KV %s: normalized error vs reference: gpu %.3g, fast %.3g\n", std::string(ArchName(c.arch)).c_str(),
                 std::string(TypeName(c.type)).c_str(), std::string(KvTypeName(kv)).c_str(), gpu_err, fast_err);
     EXPECT_LE(gpu_err, float_weights ? (kv == KvType::kF32 ? 1e-4 : 2e-3) : std::max(0.05, 1.5 * fast_err));
   }
   if (m.hp().ssm_d_state > 0) {
-    const std::vector<float> want = PromptThenDecode(m, **ref, KvType::kF32, DeltaNetMode::kChunked, 2);
-    const double fast_err = NormalizedError(PromptThenDecode(m, **fast, KvType::kF32, DeltaNetMode::kChunked, 2), want);
+    const std::vector<float> want = PromptThenDecode(m, *ref, KvType::kF32, DeltaNetMode::kChunked, 2);
+    const double fast_err = NormalizedError(PromptThenDecode(m, *fast, KvType::kF32, DeltaNetMode::kChunked, 2), want);
     const double gpu_err = NormalizedError(PromptThenDecode(m, *gpu, KvType::kF32, DeltaNetMode::kChunked, 2), want);
     EXPECT_LE(gpu_err, float_weights ? 1e-4 : std::max(0.05, 1.5 * fast_err)) << "chunked delta-net";
   }

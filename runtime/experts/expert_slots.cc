@@ -63,14 +63,15 @@ uint64_t EngineScratchBytes(const Backend& backend, const Model& model, int64_t 
   return act;
 }
 
-uint64_t GateUpBytes(const Model& model, int64_t max_rows) {
-  return 2 * static_cast<uint64_t>(max_rows) * model.hp().n_ff_exp * sizeof(float);
+// SlotSwiGlu's scratch: the gate and up outputs, and what the backend stages.
+uint64_t GateUpBytes(const Backend& backend, const Model& model, int64_t max_rows) {
+  return backend.SlotScratchBytes(model.hp().n_ff_exp, model.hp().n_embd, max_rows);
 }
 
 }  // namespace
 
 uint64_t ExpertSlots::ScratchBytes(const Backend& backend, const Model& model, int64_t max_rows) {
-  return EngineScratchBytes(backend, model, max_rows) + TakeBytes<uint8_t>(GateUpBytes(model, max_rows));
+  return EngineScratchBytes(backend, model, max_rows) + TakeBytes<uint8_t>(GateUpBytes(backend, model, max_rows));
 }
 
 Result<ExpertSlots> ExpertSlots::Create(const TierDevice& device, const Model& model, int32_t slots,
@@ -85,7 +86,7 @@ Result<ExpertSlots> ExpertSlots::Create(const TierDevice& device, const Model& m
   // Zeroed: the padding after every matrix starts zero.
   STRATA_ASSIGN_OR_RETURN(s.slots_, backend.Allocate(bytes, what));
   STRATA_RETURN_IF_ERROR(backend.ReserveScratch(EngineScratchBytes(backend, model, max_rows)));
-  const uint64_t gate_up = GateUpBytes(model, max_rows);
+  const uint64_t gate_up = GateUpBytes(backend, model, max_rows);
   if (ShouldInjectFault(FaultSite::kDeviceAllocate))
     return AllocationFailed("the device tier's SwiGLU scratch", gate_up, true);
   STRATA_ASSIGN_OR_RETURN(s.scratch_, backend.Allocate(gate_up, "the device tier's SwiGLU scratch"));

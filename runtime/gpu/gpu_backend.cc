@@ -10,6 +10,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/gpu/gpu_pass.h"
 #include "runtime/gpu/gpu_workspace.h"
+#include "runtime/gpu/images.h"
 #include "runtime/gpu/kernels/kernel_args.h"
 
 namespace strata {
@@ -17,8 +18,10 @@ namespace strata {
 using gpu::DevicePtr;
 using R = TensorRole;
 
-GpuBackend::GpuBackend(std::unique_ptr<gpu::Device> device)
-    : device_(std::move(device)), pass_(std::make_unique<PassState>()) {}
+GpuBackend::GpuBackend(std::unique_ptr<gpu::Device> device, gpu::DeviceKind kind)
+    : device_(std::move(device)), kind_(kind), pass_(std::make_unique<PassState>()) {
+  if (device_) ordinal_ = device_->info().ordinal;
+}
 
 GpuBackend::~GpuBackend() {
   if (device_) {
@@ -32,13 +35,25 @@ GpuBackend::~GpuBackend() {
 }
 
 Result<std::unique_ptr<GpuBackend>> GpuBackend::Create(std::unique_ptr<gpu::Device> device) {
-  std::unique_ptr<GpuBackend> b(new GpuBackend(std::move(device)));
+  if (!device) return Internal("GpuBackend::Create without a device");
+  const gpu::DeviceKind kind = device->info().kind;
+  std::unique_ptr<GpuBackend> b(new GpuBackend(std::move(device), kind));
   STRATA_ASSIGN_OR_RETURN(b->kernels_, gpu::KernelTable::Load(*b->device_));
   STRATA_ASSIGN_OR_RETURN(b->stream_, b->device_->CreateStream());
   return b;
 }
 
+std::unique_ptr<GpuBackend> GpuBackend::ForPlanning(gpu::DeviceKind kind) {
+  return std::unique_ptr<GpuBackend>(new GpuBackend(nullptr, kind));
+}
+
+Status GpuBackend::NeedDevice() const {
+  if (device_) return Status::Ok();
+  return Internal(StrFormat("the %s backend was made for planning only: it has no device", name().c_str()));
+}
+
 std::string GpuBackend::name() const {
+  if (!device_) return std::string(gpu::DeviceKindName(kind_)) + " (planning only: no device opened)";
   const gpu::DeviceInfo& i = device_->info();
   if (i.kind == gpu::DeviceKind::kSoftware) return StrFormat("software-gpu (warp %u)", i.warp_size);
   return StrFormat("%s (%s, %s)", std::string(gpu::DeviceKindName(i.kind)).c_str(), i.name.c_str(), i.arch.c_str());
@@ -46,14 +61,14 @@ std::string GpuBackend::name() const {
 
 std::vector<std::string> GpuBackend::Notes() const {
   std::vector<std::string> notes;
-  if (device_->info().kind == gpu::DeviceKind::kSoftware)
+  if (kind_ == gpu::DeviceKind::kSoftware)
     notes.push_back("the software GPU runs the GPU kernels on the CPU, one fiber per GPU thread: a test device, "
                     "many times slower than the CPU backend");
   return notes;
 }
 
 Placement GpuBackend::WeightPlacement() const {
-  return device_->info().kind == gpu::DeviceKind::kHip ? Placement::kHip : Placement::kCuda;
+  return kind_ == gpu::DeviceKind::kHip ? Placement::kHip : Placement::kCuda;
 }
 
 Status GpuBackend::Check(Status s) const {
@@ -61,9 +76,56 @@ Status GpuBackend::Check(Status s) const {
   return device_->poisoned();
 }
 
+// --- the memory plan ------------------------------------------------------------
+
+bool GpuBackend::CanMultiply(GgmlType type) const { return gpu::KernelTable::CoversType(type); }
+
+uint64_t GpuBackend::DeviceFreeBytes() const {
+  uint64_t free = 0, total = 0;
+  if (!device_ || !device_->MemoryInfo(&free, &total).ok()) return 0;
+  return free;
+}
+
+uint64_t GpuBackend::DriverContextBytes(gpu::DeviceKind kind) {
+  // A CUDA context on a current driver, with lazy module loading (the
+  // default since CUDA 12.2), takes a few hundred MiB of device memory
+  // (measured 300-500 MiB by nvidia-smi across Turing to Hopper cards); HIP's
+  // less. Planned as a round upper figure; the software GPU takes none.
+  switch (kind) {
+    case gpu::DeviceKind::kCuda: return 512ull << 20;
+    case gpu::DeviceKind::kHip: return 256ull << 20;
+    case gpu::DeviceKind::kSoftware: return 0;
+  }
+  return 0;
+}
+
+void GpuBackend::AddPlanLines(const Model& model, const PassShape& largest, std::vector<PlanLine>* lines) const {
+  const gpu::ModuleImage* image = kind_ == gpu::DeviceKind::kCuda ? gpu::CudaModuleImage()
+                                  : kind_ == gpu::DeviceKind::kHip ? gpu::HipModuleImage()
+                                                                   : nullptr;
+  if (kind_ != gpu::DeviceKind::kSoftware)
+    lines->push_back(PlanLine{PlanItem::kModuleImage, BufferPlace(), "GPU kernels (module image)",
+                              image ? image->size : 0, true,
+                              image ? StrFormat("the embedded image (%s), loaded whole: an upper bound", image->targets)
+                                    : std::string("this build has no image for this kind of device")});
+  lines->push_back(PlanLine{PlanItem::kDriverContext, BufferPlace(), "driver context (estimate)",
+                            DriverContextBytes(kind_), true,
+                            kind_ == gpu::DeviceKind::kSoftware
+                                ? std::string("the software GPU has no driver context")
+                                : std::string("what the driver keeps on the device for a context, a stated figure "
+                                              "(docs/gpu.md)")});
+  const uint64_t tables = gpu::PassTablesBytes(std::max<int64_t>(largest.tokens, 1),
+                                               std::max<int64_t>(largest.tokens, 1), model.hp().n_layer);
+  lines->push_back(PlanLine{PlanItem::kBackendOther, MemoryPlace::Heap(), "pass tables (pinned)", tables, true,
+                            "token ids, positions and cache addresses, staged for the upload at each pass"});
+}
+
+uint64_t GpuBackend::StagingBytes(uint64_t /*largest_upload*/) const { return 0; }
+
 // --- buffers ------------------------------------------------------------------
 
 Result<BackendBuffer> GpuBackend::Allocate(uint64_t bytes, std::string_view what) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
   const uint64_t size = std::max<uint64_t>(bytes, kBufferAlignment);
   STRATA_ASSIGN_OR_RETURN(DevicePtr p, device_->Allocate(size, what));
   uint32_t id;
@@ -155,6 +217,7 @@ uint64_t GpuBackend::ResidentWeightBytes(const Model& model) const {
 }
 
 Status GpuBackend::Bind(const Model& model) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
   for (DevicePtr p : weights_)
     if (p) device_->Free(p);
   weights_.assign(model.tensors().size(), 0);
@@ -263,6 +326,7 @@ Status GpuBackend::CopyRecurrent(const SequenceState& from, SequenceState& to) {
 DevicePtr GpuBackend::ActAddr(strata::Act a) const { return pass_->act[static_cast<size_t>(a)]; }
 
 Status GpuBackend::BeginPass(const PassDesc& d) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
   if (!d.workspace || d.workspace->backend() != this) return Internal("BeginPass: a workspace of another backend");
   if (in_pass_) return Internal("BeginPass: a pass is already running on this backend (one pass at a time)");
   in_pass_ = true;
@@ -313,6 +377,24 @@ Status GpuBackend::BeginPass(const PassDesc& d) {
   return st;
 }
 
+Status GpuBackend::ReadAct(strata::Act a, float* host) {
+  const uint64_t bytes = static_cast<uint64_t>(pass_->n * pass_->hp->n_embd) * sizeof(float);
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(host, ActAddr(a), bytes, stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  transfers_.down_bytes += bytes;
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+Status GpuBackend::WriteAct(strata::Act a, const float* host) {
+  const uint64_t bytes = static_cast<uint64_t>(pass_->n * pass_->hp->n_embd) * sizeof(float);
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(ActAddr(a), host, bytes, stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));  // `host` may go when this returns
+  transfers_.up_bytes += bytes;
+  ++transfers_.up_calls;
+  return Status::Ok();
+}
+
 void GpuBackend::EndPass() {
   if (pass_->ws) pass_->ws->Release(pass_->ws_mark);
   pass_->Reset();
@@ -341,7 +423,7 @@ Status GpuBackend::Add(strata::Act dst, strata::Act src) {
   return Check(L()(kernels_.add, gpu::Dim3{gpu::GridFor(a.n, 256), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
 }
 
-Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits) {
+Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) {
   PassState& p = *pass_;
   const int64_t E = p.hp->n_embd;
   WorkspaceScope scope(*p.ws);
@@ -349,7 +431,8 @@ Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float*
   STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix w, Weight(&head));
   const DevicePtr out = gpu::Take(*p.ws, static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float));
   const DevicePtr xq = gpu::Take(*p.ws, gpu::QuantizedBytes(p.n_rows, E));
-  if (!xq) return p.ws->Exhausted("output head");
+  const DevicePtr ids = gpu::Take(*p.ws, static_cast<uint64_t>(p.n_rows) * sizeof(int32_t));
+  if (!ids) return p.ws->Exhausted("output head");
   // The rows asked for, normed into kH's first rows.
   gpu::RmsNormArgs a{};
   a.x = gpu::AsPtr<const float>(ActAddr(strata::Act::kX));
@@ -361,6 +444,21 @@ Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float*
   a.eps = p.hp->rms_eps;
   STRATA_RETURN_IF_ERROR(L()(kernels_.rms_norm, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
   STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), w, ActAddr(strata::Act::kH), p.n_rows, out, xq));
+  if (argmax) {
+    // Greedy sampling: each row's argmax on the device; 4 bytes a row cross.
+    gpu::ArgmaxArgs am{};
+    am.logits = gpu::AsPtr<const float>(out);
+    am.out = gpu::AsPtr<int32_t>(ids);
+    am.rows = static_cast<int32_t>(p.n_rows);
+    am.cols = static_cast<int32_t>(w.rows);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.argmax, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, am));
+    const uint64_t id_bytes = static_cast<uint64_t>(p.n_rows) * sizeof(int32_t);
+    STRATA_RETURN_IF_ERROR(device_->CopyToHost(argmax, ids, id_bytes, stream_));
+    STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+    transfers_.down_bytes += id_bytes;
+    ++transfers_.down_calls;
+    return Status::Ok();
+  }
   const uint64_t bytes = static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float);
   STRATA_RETURN_IF_ERROR(device_->CopyToHost(logits, out, bytes, stream_));
   STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));

@@ -28,11 +28,31 @@ class GpuBackend : public Backend {
   // OpenSoftwareGpu). Errors: the device's module lacks a kernel; a stream
   // cannot be made.
   static Result<std::unique_ptr<GpuBackend>> Create(std::unique_ptr<gpu::Device> device);
+  // A backend of `kind` with no device, which only answers the memory plan
+  // (BackendOptions::plan_only: `strata-run PACK --plan --backend cuda` on a
+  // machine without a GPU). Every memory call and op fails.
+  static std::unique_ptr<GpuBackend> ForPlanning(gpu::DeviceKind kind);
   ~GpuBackend() override;
 
   std::string name() const override;
   std::vector<std::string> Notes() const override;
+  // REQUIRES: not a planning backend.
   gpu::Device& device() { return *device_; }
+  gpu::DeviceKind kind() const { return kind_; }
+
+  // --- the memory plan --------------------------------------------------------
+  bool CanMultiply(GgmlType type) const override;
+  MemoryPlace BufferPlace() const override { return MemoryPlace::Device(ordinal_); }
+  uint64_t DeviceFreeBytes() const override;
+  // The module image and the driver's context (a stated estimate: the
+  // driver does not say what its context takes before it has one).
+  void AddPlanLines(const Model& model, const PassShape& largest, std::vector<PlanLine>* lines) const override;
+  uint64_t StagingBytes(uint64_t largest_upload) const override;
+  // The device tier's scratch: gate and up outputs, and the rows in, the
+  // rows out and their int8 form, staged on the device.
+  uint64_t SlotScratchBytes(int64_t ff, int64_t embd, int64_t m) const override;
+  // What the driver's context takes on a device of this kind (planning).
+  static uint64_t DriverContextBytes(gpu::DeviceKind kind);
 
   // --- Backend --------------------------------------------------------------
   Result<BackendBuffer> Allocate(uint64_t bytes, std::string_view what) override;
@@ -56,8 +76,12 @@ class GpuBackend : public Backend {
   Status DenseFfn(int32_t il, Act in, Act out) override;
   Status MoeFfn(int32_t il, Act in, Act out) override;
   Status SharedExpert(int32_t il, Act in, Act out) override;
-  Status Logits(const TensorView* norm, const TensorView& head, float* logits) override;
+  Status Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) override;
   void EndPass() override;
+  Status ReadAct(Act a, float* host) override;
+  Status WriteAct(Act a, const float* host) override;
+  Status SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
+                    const float* x, int64_t m, float* y) override;
 
   struct PassState;  // gpu_backend.cc
 
@@ -65,7 +89,9 @@ class GpuBackend : public Backend {
   void Free(uint32_t id) override;
 
  private:
-  explicit GpuBackend(std::unique_ptr<gpu::Device> device);
+  GpuBackend(std::unique_ptr<gpu::Device> device, gpu::DeviceKind kind);
+  // Errors unless a device is open (a planning backend runs nothing).
+  Status NeedDevice() const;
 
   // The device address of a buffer (0 when it is not this backend's).
   gpu::DevicePtr Address(const BackendBuffer& b) const;
@@ -84,7 +110,9 @@ class GpuBackend : public Backend {
                 gpu::DevicePtr out);
   Status MoeOnHost(int32_t il, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts, gpu::DevicePtr out);
 
-  std::unique_ptr<gpu::Device> device_;
+  std::unique_ptr<gpu::Device> device_;  // null: planning only
+  gpu::DeviceKind kind_;
+  int ordinal_ = 0;
   gpu::Stream stream_ = nullptr;
   gpu::KernelTable kernels_;
   struct Block {

@@ -445,3 +445,57 @@ Status GpuBackend::MoeOnHost(int32_t il, DevicePtr h, DevicePtr sel, DevicePtr w
 }
 
 }  // namespace strata
+
+namespace strata {
+namespace {
+uint64_t Aligned(uint64_t b) { return (b + 255) / 256 * 256; }
+}  // namespace
+
+// --- the device tier's op -----------------------------------------------------------
+
+uint64_t GpuBackend::SlotScratchBytes(int64_t ff, int64_t embd, int64_t m) const {
+  return 2 * Aligned(F(m * ff)) + 2 * Aligned(F(m * embd)) +
+         Aligned(std::max(gpu::QuantizedBytes(m, embd), gpu::QuantizedBytes(m, ff)));
+}
+
+// The scratch holds, in order: the gate and up outputs, the rows in, the
+// rows out, and the int8 form of whichever rows a product reads.
+Status GpuBackend::SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
+                              const float* x, int64_t m, float* y) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
+  const DevicePtr wb = Address(weights), sb = Address(scratch);
+  if (!wb || !sb) return Internal("SlotSwiGlu: a buffer of another backend");
+  const BufferMatrix* in[3] = {&w.gate, &w.up, &w.down};
+  gpu::DeviceMatrix dm[3];
+  for (int i = 0; i < 3; ++i) {
+    const BufferMatrix& b = *in[i];
+    if (!CanMultiply(b.type))
+      return Unsupported(StrFormat("the %s backend has no kernel for %s", name().c_str(), std::string(TypeName(b.type)).c_str()));
+    const uint64_t bytes = b.row_bytes * static_cast<uint64_t>(b.rows);
+    if (b.offset > weights.bytes() || bytes > weights.bytes() - b.offset)
+      return Internal("SlotSwiGlu: an expert matrix outside its buffer");
+    dm[i] = gpu::DeviceMatrix{b.type, wb + b.offset, b.row_bytes, b.rows, b.cols, 0};
+  }
+  const int64_t ff = w.gate.rows, embd = w.gate.cols;
+  if (SlotScratchBytes(ff, embd, m) > scratch.bytes()) return Internal("SlotSwiGlu: the scratch is too small for the rows");
+  const DevicePtr g = sb, u = g + Aligned(F(m * ff)), xd = u + Aligned(F(m * ff)), yd = xd + Aligned(F(m * embd)),
+                  xq = yd + Aligned(F(m * embd));
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(xd, x, F(m * embd), stream_));
+  transfers_.up_bytes += F(m * embd);
+  ++transfers_.up_calls;
+  const bool quantized = gpu::QuantizesActivations(dm[0].type) || gpu::QuantizesActivations(dm[1].type);
+  if (quantized) STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), xd, 0, m, embd, xq));
+  for (int i = 0; i < 2; ++i)
+    STRATA_RETURN_IF_ERROR(
+        gpu::MatMulPrepared(L(), dm[i], gpu::QuantizesActivations(dm[i].type) ? xq : xd, m, i == 0 ? g : u));
+  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), m * ff};
+  STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
+  STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), dm[2], g, m, yd, xq));
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(y, yd, F(m * w.down.rows), stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  transfers_.down_bytes += F(m * w.down.rows);
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+}  // namespace strata

@@ -80,7 +80,7 @@ uint64_t GpuWorkspaceBytes(const Model& model, const PassShape& shape) {
   const ArchSpec& spec = GetArchSpec(model.arch());
   auto need = [&](int64_t n) {
     const uint64_t top = TakeBytes<uint8_t>(PassTablesBytes(n, n, hp.n_layer)) + 3 * Fl(n * hp.n_embd);
-    uint64_t stage = Fl(n * hp.n_vocab) + Q(n, hp.n_embd);  // the output head
+    uint64_t stage = Fl(n * hp.n_vocab) + Q(n, hp.n_embd) + In(n);  // the output head, its argmax ids
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
       const LayerPlan layer = spec.Layer(hp, il);
       stage = std::max(stage, layer.mixer == Mixer::kGatedDeltaNet ? DeltaNetBytes(hp, n)

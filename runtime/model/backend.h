@@ -203,10 +203,21 @@ class Backend {
   virtual Status SharedExpert(int32_t il, Act in, Act out) = 0;
   // The output head on the rows asked for: RMSNorm(kX row) * norm, times
   // `head`; downloads pass.n_rows rows of n_vocab floats into `logits`
-  // (host memory the caller sized).
-  virtual Status Logits(const TensorView* norm, const TensorView& head, float* logits) = 0;
+  // (host memory the caller sized). With `argmax` set (greedy sampling), it
+  // writes each row's argmax there instead (pass.n_rows ids: the first of
+  // equal maxima, 0 for a row that starts with NaN, as Sampler::Argmax) and
+  // `logits` may be left unwritten: a device backend then downloads 4 bytes
+  // a row.
+  virtual Status Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) = 0;
   // Ends the pass BeginPass started (releases what it took), whether its ops succeeded or not.
   virtual void EndPass() = 0;
+
+  // --- a pass's activations, for tests and checks --------------------------------
+  // Copies activation `a` of the pass in progress (n tokens x n_embd floats)
+  // out to, or in from, host memory; counted in transfers(). The op-by-op
+  // tests (tests/gpu_ops_test.cc) give two backends the same inputs this way.
+  virtual Status ReadAct(Act a, float* host) = 0;
+  virtual Status WriteAct(Act a, const float* host) = 0;
 
   // --- the device tier's op (runtime/experts/expert_slots.h) -------------------
   // y = down(silu(gate x) * up x) for m rows, the three matrices of `w` in
@@ -222,6 +233,12 @@ class Backend {
   // cannot multiply.
   virtual Status SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
                             const float* x, int64_t m, float* y) = 0;
+  // Bytes of the `scratch` SlotSwiGlu takes for m rows of experts of width
+  // `ff` over n_embd `embd`: the gate and up outputs (2 x m x ff floats) by
+  // default; a device backend adds the rows it stages on the device.
+  virtual uint64_t SlotScratchBytes(int64_t ff, int64_t /*embd*/, int64_t m) const {
+    return 2 * static_cast<uint64_t>(m) * static_cast<uint64_t>(ff) * sizeof(float);
+  }
 
  protected:
   // Frees buffer `id` (called when its handle goes).
@@ -291,8 +308,10 @@ class CpuBackend : public Backend {
   Status DenseFfn(int32_t il, Act in, Act out) override;
   Status MoeFfn(int32_t il, Act in, Act out) override;
   Status SharedExpert(int32_t il, Act in, Act out) override;
-  Status Logits(const TensorView* norm, const TensorView& head, float* logits) override;
+  Status Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) override;
   void EndPass() override;
+  Status ReadAct(Act a, float* host) override;
+  Status WriteAct(Act a, const float* host) override;
   // RunSwiGlu on the matrices' host memory, with this backend's MatMul.
   Status SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices& w, const BackendBuffer& scratch,
                     const float* x, int64_t m, float* y) override;

@@ -17,6 +17,7 @@
 #include "runtime/model/backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/ops.h"
+#include "runtime/model/sampler.h"
 #include "runtime/quant/dequantize.h"
 #include "runtime/quant/quantize.h"
 
@@ -580,7 +581,7 @@ Status CpuBackend::SharedExpert(int32_t il, Act in, Act out_act) {
   return Status::Ok();
 }
 
-Status CpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits) {
+Status CpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) {
   OpScope scope(*this);
   const PassState& p = *pass_;
   const int64_t E = p.hp->n_embd;
@@ -594,6 +595,27 @@ Status CpuBackend::Logits(const TensorView* norm, const TensorView& head, float*
   MatMul(w, h, p.n_rows, logits);
   transfers_.down_bytes += static_cast<uint64_t>(p.n_rows * w.rows) * sizeof(float);
   ++transfers_.down_calls;
+  if (argmax)
+    for (int64_t r = 0; r < p.n_rows; ++r)
+      argmax[r] = Sampler::Argmax({logits + r * w.rows, static_cast<size_t>(w.rows)});
+  return Status::Ok();
+}
+
+Status CpuBackend::ReadAct(Act a, float* host) {
+  OpScope scope(*this);
+  const uint64_t bytes = static_cast<uint64_t>(pass_->n * pass_->hp->n_embd) * sizeof(float);
+  std::memcpy(host, ActPtr(a), static_cast<size_t>(bytes));
+  transfers_.down_bytes += bytes;
+  ++transfers_.down_calls;
+  return Status::Ok();
+}
+
+Status CpuBackend::WriteAct(Act a, const float* host) {
+  OpScope scope(*this);
+  const uint64_t bytes = static_cast<uint64_t>(pass_->n * pass_->hp->n_embd) * sizeof(float);
+  std::memcpy(ActPtr(a), host, static_cast<size_t>(bytes));
+  transfers_.up_bytes += bytes;
+  ++transfers_.up_calls;
   return Status::Ok();
 }
 

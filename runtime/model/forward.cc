@@ -33,7 +33,7 @@ class OpTimer {
 
 // The layers, as the architecture's plan describes them, on the backend's
 // ops, after BeginPass (token ids in, embeddings in kX).
-Status RunLayers(const Model& model, Backend& be, float* logits, OpTimes* times) {
+Status RunLayers(const Model& model, Backend& be, float* logits, int32_t* argmax, OpTimes* times) {
   const HParams& hp = model.hp();
   const ArchSpec& spec = GetArchSpec(model.arch());
   auto timed = [times](int kind, auto&& op) {
@@ -72,7 +72,7 @@ Status RunLayers(const Model& model, Backend& be, float* logits, OpTimes* times)
   }
   // Output head on the rows asked for; logits out.
   return timed(OpTimes::kOutput,
-               [&] { return be.Logits(model.Get(R::kOutputNorm), model.OutputHead(), logits); });
+               [&] { return be.Logits(model.Get(R::kOutputNorm), model.OutputHead(), logits, argmax); });
 }
 
 // Checks a batch before anything runs: states, token counts and ids, the
@@ -157,10 +157,11 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
   // The logits are sized before any state changes.
   STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * model.hp().n_vocab,
                                        "the logits buffer"));
+  if (options.argmax) STRATA_RETURN_IF_ERROR(CheckedResize(*options.argmax, static_cast<size_t>(d.n_rows), "the argmax ids"));
   Status st = backend.BeginPass(d);
   if (!st.ok()) return st;
   try {
-    st = RunLayers(model, backend, logits->data(), options.op_times);
+    st = RunLayers(model, backend, logits->data(), options.argmax ? options.argmax->data() : nullptr, options.op_times);
   } catch (const std::bad_alloc&) {
     // Only an allocation outside the workspace gets here: a backend that
     // allocates on its own (the reference backend's row buffer, a FastBackend

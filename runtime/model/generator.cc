@@ -85,6 +85,10 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   GenerateResult r;
   r.n_prompt = static_cast<int64_t>(prompt.size());
   std::vector<float> logits;
+  // Greedy sampling with nobody reading the logits: the passes return each
+  // row's argmax alone (a device backend then downloads 4 bytes a step).
+  std::vector<int32_t> argmax;
+  const bool argmax_only = o.sampling.IsPlainArgmax() && !cb.on_logits;
   ForwardOptions fo;
   fo.observer = o.observer;
   fo.experts = o.experts;
@@ -100,6 +104,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
     size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
     fo.all_logits = o.prompt_logits;
+    fo.argmax = argmax_only && !o.prompt_logits && i + n == prompt.size() ? &argmax : nullptr;
     STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, prompt.subspan(i, n), fo, &logits));
     if (o.prompt_logits && cb.on_logits)
       for (size_t row = 0; row < n; ++row) cb.on_logits({logits.data() + row * n_vocab, n_vocab});
@@ -111,6 +116,10 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   StopMatcher stop(o.stop_strings);
   fo.all_logits = false;
   fo.op_times = o.decode_op_times;
+  fo.argmax = argmax_only ? &argmax : nullptr;
+  // The first id comes from the prompt's last pass: its argmax when that pass
+  // computed one, else the logits.
+  bool have_argmax = argmax_only && !o.prompt_logits;
   auto t1 = std::chrono::steady_clock::now();
   while (true) {
     if (o.n_predict >= 0 && static_cast<int64_t>(r.tokens.size()) >= o.n_predict) {
@@ -121,7 +130,8 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       r.stop = StopReason::kCancelled;
       break;
     }
-    int32_t id = sampler.Sample(last, r.tokens);
+    const int32_t id = have_argmax ? argmax.back() : sampler.Sample(last, r.tokens);
+    have_argmax = argmax_only;
     r.tokens.push_back(id);
     bool eog = !o.ignore_eog && IsEndOfGeneration(id);
     bool hit = false;

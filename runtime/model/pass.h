@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "runtime/base/status.h"
 
@@ -73,6 +74,10 @@ struct ForwardOptions {
   Workspace* workspace = nullptr;
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // how gated delta-net layers run a prompt
   OpTimes* op_times = nullptr;  // set: each layer op is timed into it
+  // Set (greedy sampling): each logits row's argmax is written here, one id
+  // per row, computed where the logits are (a device backend downloads the
+  // ids, not the rows); the logits rows themselves may then be left unwritten.
+  std::vector<int32_t>* argmax = nullptr;
 };
 
 // One sequence's part of a batch.

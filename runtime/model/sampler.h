@@ -27,6 +27,12 @@ struct SamplingParams {
 
   // Range checks with messages naming the option.
   Status Validate() const;
+  // True when sampling is the plain argmax of the logits (temperature 0, no
+  // penalties): the forward pass can then return the argmax alone
+  // (ForwardOptions::argmax), computed where the logits are.
+  bool IsPlainArgmax() const {
+    return temperature <= 0 && presence_penalty == 0 && frequency_penalty == 0 && repeat_penalty == 1;
+  }
 };
 
 class Sampler {
