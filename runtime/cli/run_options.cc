@@ -33,10 +33,11 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_flag("--ignore-eos", o.ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--special", o.parse_special, "parse special-token text (e.g. <|im_start|>) in the prompt");
   app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
-  std::string kinds;  // "cpu (what it is), reference (...) or sim (...)": the backend table
+  // "auto (...), cpu (what it is), reference (...) ...": the backend table
+  std::string kinds = "auto (default: a GPU whose device opens and whose memory holds the run, else cpu)";
   const std::span<const BackendKind> table = BackendKinds();
   for (size_t i = 0; i < table.size(); ++i)
-    kinds += (i == 0 ? "" : i + 1 == table.size() ? " or " : ", ") + std::string(table[i].name) + " (" +
+    kinds += (i + 1 == table.size() ? " or " : ", ") + std::string(table[i].name) + " (" +
              std::string(table[i].summary) + ")";
   app.add_option("--backend", o.backend, kinds);
   app.add_flag("--reference", o.reference,
@@ -105,9 +106,8 @@ Status RunOptions::Validate() {
   if (bench_reps < 1 || bench_reps > 1000) return InvalidArgument("--bench-reps: expected 1..1000");
   if (bench_depth < 0 || bench_depth > (1 << 20)) return InvalidArgument("--bench-depth: expected 0..1048576");
   STRATA_ASSIGN_OR_RETURN(delta_net_mode, ParseDeltaNetMode(delta_net));
-  if (!ParseBackendKind(backend).ok())
-    return InvalidArgument("--backend '" + Printable(backend) + "': expected " + BackendKindNames() +
-                           " (this build has no GPU backend)");
+  if (backend != "auto" && !ParseBackendKind(backend).ok())
+    return InvalidArgument("--backend '" + Printable(backend) + "': expected auto, " + BackendKindNames());
   if (reference) backend = "reference";
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||

@@ -30,7 +30,7 @@ struct RunOptions {
   bool parse_special = false;
   bool print_ids = false;
   bool reference = false;        // --reference: the same as --backend reference (Validate sets backend)
-  std::string backend = "cpu";   // --backend: a name of the backend table (backend_factory.h)
+  std::string backend = "auto";  // --backend: auto, or a name of the backend table (backend_factory.h)
   std::string decode_copies = "auto";  // auto | native | copies (docs/experts.md)
   bool verify = false;
   std::string logits_out;

@@ -1,6 +1,7 @@
 #include "runtime/memory/load_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "runtime/base/strings.h"
@@ -18,7 +19,20 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
   run.model = std::make_unique<Model>(std::move(model));
 
-  STRATA_ASSIGN_OR_RETURN(const BackendKind* kind, ParseBackendKind(o.backend));
+  run.options = o;
+  // --backend auto: a GPU if one opens (made before the decode-copy choice,
+  // which asks the kernels where the weights will be).
+  AutoChoice chosen;
+  const BackendKind* kind = nullptr;
+  if (o.backend == "auto") {
+    chosen = ChooseAuto(*run.model, o.threads);
+    kind = chosen.kind;
+    if (!chosen.backend)
+      std::fprintf(stderr, "%s: no GPU to run on (%s); running on the CPU (--backend cpu to not look)\n",
+                   o.who.c_str(), chosen.why.c_str());
+  } else {
+    STRATA_ASSIGN_OR_RETURN(kind, ParseBackendKind(o.backend));
+  }
   auto switched = ApplyDecodeCopies(*run.model, o.decode_copies, *kind);
   if (!switched.ok()) return switched.status().WithContext("--decode-copies");
   if (*switched > 0)
@@ -29,7 +43,9 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   bo.kind = std::string(kind->name);
   bo.threads = o.threads;
   bo.plan_only = o.plan_only;
-  auto made = MakeBackend(*run.model, bo);
+  bo.defer_bind = true;
+  Result<MadeBackend> made = chosen.backend ? Result<MadeBackend>(MadeBackend{std::move(chosen.backend), nullptr})
+                                            : MakeBackend(*run.model, bo);
   if (!made.ok() && o.allow_fall_back && !kind->fall_back_to.empty()) {
     std::fprintf(stderr, "%s: note: the %s backend is not available (%s); running on the %s backend, which is "
                  "much slower\n", o.who.c_str(), std::string(kind->name).c_str(), made.status().message().c_str(),
@@ -40,6 +56,10 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   if (!made.ok()) return made.status();
   run.backend = std::move(made->backend);
   run.host_engine = made->cpu;
+  run.auto_device = o.backend == "auto" && kind->tried_by_auto;
+  run.bind_pending = !o.plan_only && run.backend->BufferPlace().kind == MemoryPlace::Kind::kDevice;
+  if (run.auto_device)
+    std::fprintf(stderr, "%s: running on %s (--backend auto)\n", o.who.c_str(), run.backend->name().c_str());
   for (const std::string& note : run.backend->Notes()) std::fprintf(stderr, "%s: %s\n", o.who.c_str(), note.c_str());
 
   const HParams& hp = run.model->hp();
@@ -58,13 +78,35 @@ Result<CpuBackend*> HostTierEngine(const LoadedRun& run) {
                                run.backend->name().c_str()));
 }
 
-Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
+Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(LoadedRun& run, const RunMemoryOptions& memory,
                                                     const RunShape& shape, bool plan_only, const std::string& who) {
   auto planned = std::make_unique<PlannedRun>();
   STRATA_ASSIGN_OR_RETURN(planned->setup, PlanRun(*run.pack, *run.model, *run.backend, memory, shape));
+  if (!plan_only && !planned->setup.plan.Fits() && run.auto_device) {
+    // --backend auto chose a GPU whose memory does not hold the run: the CPU
+    // runs it instead (--backend cuda would refuse with these numbers).
+    std::string problems;
+    for (const std::string& p : planned->setup.plan.Problems()) problems += (problems.empty() ? "" : "; ") + p;
+    std::fprintf(stderr, "%s: the plan does not fit %s (%s); running on the CPU\n", who.c_str(),
+                 run.backend->name().c_str(), problems.c_str());
+    LoadOptions cpu = run.options;
+    cpu.backend = "cpu";
+    run.backend.reset();
+    STRATA_ASSIGN_OR_RETURN(LoadedRun moved, LoadRun(cpu));
+    run = std::move(moved);
+    STRATA_ASSIGN_OR_RETURN(planned->setup, PlanRun(*run.pack, *run.model, *run.backend, memory, shape));
+  }
   if (plan_only) return planned;
   const MemoryPlan& plan = planned->setup.plan;
   if (!plan.Fits()) return ResourceExhausted(FormatRefusal(plan));
+  if (run.bind_pending) {
+    const auto t0 = std::chrono::steady_clock::now();
+    STRATA_RETURN_IF_ERROR(run.backend->Bind(*run.model));
+    run.bind_pending = false;
+    std::fprintf(stderr, "%s: weights on %s: %s in %.2f s\n", who.c_str(), run.backend->name().c_str(),
+                 HumanBytes(run.backend->transfers().weight_bytes).c_str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   std::fprintf(stderr, "%s: %s\n", who.c_str(), PlanSummary(plan).c_str());
   CpuBackend* host_engine = nullptr;
   if (plan.Find(PlanItem::kExpertSlots)) {

@@ -33,7 +33,10 @@ struct LoadOptions {
   bool verify = false;                  // verify every blob's checksum at load
   int threads = 0;                      // backend threads (and checksum threads); 0: all cores
   std::string decode_copies = "auto";   // --decode-copies auto|native|copies
-  std::string backend = "cpu";          // --backend: a name of the backend table (backend_factory.h)
+  // --backend: a name of the backend table (backend_factory.h), or auto:
+  // the first GPU whose device opens (cuda, hip), else the CPU, said once;
+  // and, when that GPU's memory does not hold the plan, the CPU, said once.
+  std::string backend = "auto";
   // --plan: the backend only answers the plan's questions (BackendOptions::plan_only).
   bool plan_only = false;
   // When the backend cannot be made: run on the one its table entry falls
@@ -52,6 +55,13 @@ struct LoadedRun {
   // run; null beside a device backend (HostTierEngine says what then).
   CpuBackend* host_engine = nullptr;
   int64_t n_ctx = 0;             // resolved and checked against the training context
+  // A device backend made before its plan was checked: PlanAndAllocate
+  // uploads the weights (Bind) once the plan fits.
+  bool bind_pending = false;
+  // The backend --backend auto chose for a device: a plan that does not fit
+  // it moves the run to the CPU instead of refusing.
+  bool auto_device = false;
+  LoadOptions options;           // what it was loaded with (to move it to the CPU)
 };
 
 Result<LoadedRun> LoadRun(const LoadOptions& options);
@@ -73,7 +83,9 @@ struct PlannedRun {
 // fit is ResourceExhausted with FormatRefusal's text, and one that fits is
 // allocated (AllocateRun). The result must outlive the run (the expert
 // executor uses its device and hotness), so it is returned on the heap.
-Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(const LoadedRun& run, const RunMemoryOptions& memory,
+// A run on a device --backend auto chose whose plan does not fit is moved
+// to the CPU (run.backend and run.model are made anew), said once.
+Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(LoadedRun& run, const RunMemoryOptions& memory,
                                                     const RunShape& shape, bool plan_only, const std::string& who);
 
 }  // namespace strata

@@ -187,10 +187,18 @@ void AddWeightLines(const PlanScope& s) {
     experts_read += r.data.size() - pin;
   }
   const MemoryPlace mapped = MemoryPlace::Mapped();
-  s.Add(PlanItem::kWeightsDense, mapped, "weights: dense", dense, true,
-        StrFormat("%u tensors (attention, norms, routers, embeddings, output head), read every token", n_dense));
+  // A device backend that holds its own copy of every tensor reads the
+  // mapping once, at load: nothing of it need stay resident.
+  const uint64_t copy = s.backend.ResidentWeightBytes(model);
+  const bool uploaded = copy > 0 && s.own.kind == MemoryPlace::Kind::kDevice;
+  s.Add(PlanItem::kWeightsDense, mapped, "weights: dense", dense, !uploaded,
+        uploaded ? StrFormat("%u tensors, read once at load into the backend's copy on device %d", n_dense, s.own.device)
+                 : StrFormat("%u tensors (attention, norms, routers, embeddings, output head), read every token",
+                             n_dense));
   if (hp.n_expert) {
-    s.Add(PlanItem::kExpertsHostTier, mapped, "weights: experts, host tier", experts_read, true,
+    s.Add(PlanItem::kExpertsHostTier, mapped, uploaded ? "weights: experts" : "weights: experts, host tier",
+          experts_read, !uploaded,
+          uploaded ? StrFormat("routed experts, read once at load into the backend's copy on device %d", s.own.device) :
           StrFormat("routed experts the host tier may run (%s), read as routed%s",
                     !n_copies            ? "native blobs; the pack has no decode copies"
                     : in.decode_copies ? "Q8_0 decode copies where present, else native"
@@ -207,7 +215,7 @@ void AddWeightLines(const PlanScope& s) {
   s.Add(PlanItem::kPackOverhead, mapped, "pack: header, manifest, padding",
         file > tensor_bytes ? file - tensor_bytes : 0, false,
         "read at open (tokenizer, tensor table); not touched afterwards");
-  if (const uint64_t copy = s.backend.ResidentWeightBytes(model))
+  if (copy)
     s.Add(PlanItem::kBackendWeights, s.own, "weights: the backend's own copy", copy, true,
           StrFormat("the %s backend keeps every tensor in its own memory (multiplied on: %s; docs/backends.md)",
                     s.backend.name().c_str(), std::string(PlacementName(s.backend.WeightPlacement())).c_str()));

@@ -8,6 +8,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/kernel_coverage.h"
+#include "runtime/gpu/gpu_backend_factory.h"
 #include "runtime/model/sim_backend.h"
 
 namespace strata {
@@ -52,8 +53,8 @@ std::vector<const TensorView*> MultipliedTensors(const Model& model) {
   return out;
 }
 
-// A backend that cannot compute a matrix's type is an error here, at load,
-// naming the tensor: never NaN (or garbage) out of a run.
+}  // namespace
+
 Status CheckEveryMatrixRuns(const Model& model, const Backend& backend, std::string_view name) {
   for (const TensorView* t : MultipliedTensors(model)) {
     if (backend.CanMultiply(t->type)) continue;
@@ -64,6 +65,8 @@ Status CheckEveryMatrixRuns(const Model& model, const Backend& backend, std::str
   }
   return Status::Ok();
 }
+
+namespace {
 
 // A CPU backend is its own CPU engine.
 MadeBackend OnTheCpu(std::unique_ptr<CpuBackend> b) {
@@ -115,15 +118,30 @@ Result<MadeBackend> MakeSim(const Model& model, const BackendOptions& o) {
   return OnTheCpu(std::move(sim));
 }
 
-// The backends of this build. Every one places its weights on the CPU (sim's
-// copy is multiplied by CPU kernels too); a GPU backend places the tensors
-// it holds on its device, and its kernels answer for them.
+Result<MadeBackend> MakeCuda(const Model& model, const BackendOptions& o) {
+  return MakeGpuBackend(model, o, gpu::DeviceKind::kCuda);
+}
+Result<MadeBackend> MakeHip(const Model& model, const BackendOptions& o) {
+  return MakeGpuBackend(model, o, gpu::DeviceKind::kHip);
+}
+Result<MadeBackend> MakeSoftwareGpu(const Model& model, const BackendOptions& o) {
+  return MakeGpuBackend(model, o, gpu::DeviceKind::kSoftware);
+}
+
+// The backends of this build. The CPU ones place their weights on the CPU
+// (sim's copy is multiplied by CPU kernels too); the GPU ones on their
+// device (the software GPU runs the CUDA kernels' source: its placement is
+// cuda's), where their kernels answer for each type.
 constexpr BackendKind kKinds[] = {
-    {"cpu", "default: SIMD kernels, threads", Placement::kCpu, false, "reference", MakeCpu},
-    {"reference", "plain dequantize-and-dot, one thread", Placement::kCpu, true, "", MakeReference},
+    {"cpu", "SIMD kernels, threads", Placement::kCpu, false, "reference", false, MakeCpu},
+    {"reference", "plain dequantize-and-dot, one thread", Placement::kCpu, true, "", false, MakeReference},
     {"sim",
      "the cpu kernels on memory the forward pass cannot touch, counting transfers: proves the execution seam; slow",
-     Placement::kCpu, false, "", MakeSim},
+     Placement::kCpu, false, "", false, MakeSim},
+    {"cuda", "an NVIDIA GPU through its driver (device 0)", Placement::kCuda, false, "", true, MakeCuda},
+    {"hip", "an AMD GPU through HIP (device 0)", Placement::kHip, false, "", true, MakeHip},
+    {"software-gpu", "the GPU kernels on the software GPU, a test device: many times slower than cpu",
+     Placement::kCuda, false, "", false, MakeSoftwareGpu},
 };
 
 }  // namespace
@@ -135,6 +153,26 @@ std::string BackendKindNames() {
   for (size_t i = 0; i < std::size(kKinds); ++i)
     out += (i == 0 ? "" : i + 1 == std::size(kKinds) ? " or " : ", ") + std::string(kKinds[i].name);
   return out;
+}
+
+AutoChoice ChooseAuto(const Model& model, int threads) {
+  AutoChoice c;
+  for (const BackendKind& k : kKinds) {
+    if (!k.tried_by_auto) continue;
+    BackendOptions o;
+    o.kind = std::string(k.name);
+    o.threads = threads;
+    o.defer_bind = true;
+    auto made = k.make(model, o);
+    if (made.ok()) {
+      c.kind = &k;
+      c.backend = std::move(made->backend);
+      return c;
+    }
+    c.why += (c.why.empty() ? "" : "; ") + made.status().message();
+  }
+  c.kind = &kKinds[0];
+  return c;
 }
 
 Result<const BackendKind*> ParseBackendKind(std::string_view name) {

@@ -3,9 +3,13 @@
 // each, its name for --backend, how to make it, and where it places the
 // weights it multiplies. Adding a backend is its folder and one entry there.
 //
-//   cpu        the CPU backend over the fast engine (SIMD kernels, threads)
-//   reference  the CPU backend over the reference engine (dequantize and dot)
-//   sim        the sim backend over the fast engine (sim_backend.h)
+//   cpu           the CPU backend over the fast engine (SIMD kernels, threads)
+//   reference     the CPU backend over the reference engine (dequantize and dot)
+//   sim           the sim backend over the fast engine (sim_backend.h)
+//   cuda, hip     the GPU backend (runtime/gpu/) on the device's driver
+//   software-gpu  the GPU backend on the software GPU (a test device)
+// and `auto` (the default), which is not a backend but a choice among them:
+// the first device backend whose device opens, else cpu (ChooseAuto).
 
 #include <memory>
 #include <span>
@@ -26,6 +30,10 @@ struct BackendOptions {
   // without X's device: no device is opened, no weights are uploaded, and no
   // pass may run on it. The CPU backends: no difference.
   bool plan_only = false;
+  // Made without the weights: the caller binds them (Backend::Bind) once the
+  // memory plan fits, so a device's plan is checked before its weights are
+  // uploaded (LoadRun). The CPU backends read the host mapping: no difference.
+  bool defer_bind = false;
 };
 
 // What MakeBackend makes: the backend, and the CPU engine that host-side
@@ -50,14 +58,30 @@ struct BackendKind {
   // When this one cannot be made and the caller allows it (the server), the
   // backend to run on instead, with a note; empty: none.
   std::string_view fall_back_to;
+  // Tried by --backend auto, in table order, before the CPU.
+  bool tried_by_auto = false;
   // Makes the backend for `model` (bound to it unless options.plan_only).
   // Errors: a matrix it cannot multiply (naming the tensor and the type), a
   // device that cannot be opened.
   Result<MadeBackend> (*make)(const Model& model, const BackendOptions& options) = nullptr;
 };
 
-// Every backend of this build, the default (cpu) first.
+// Every backend of this build, cpu first.
 std::span<const BackendKind> BackendKinds();
+
+// --backend auto: the first backend of the table tried by auto whose device
+// opens, made (unbound: defer_bind), and its kind; else the cpu kind and no
+// backend, with why each was passed over in `why` ("cuda: no CUDA driver ...").
+struct AutoChoice {
+  const BackendKind* kind = nullptr;
+  std::unique_ptr<Backend> backend;  // set for a device backend
+  std::string why;
+};
+AutoChoice ChooseAuto(const Model& model, int threads);
+
+// A backend that cannot multiply one of the model's matrices is an error, at
+// load, naming the tensor and the type: never NaN (or garbage) out of a run.
+Status CheckEveryMatrixRuns(const Model& model, const Backend& backend, std::string_view name);
 // The entry named `name`. Errors: kInvalidArgument naming the choices.
 Result<const BackendKind*> ParseBackendKind(std::string_view name);
 // "cpu, reference or sim": the names, for messages.

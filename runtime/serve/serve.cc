@@ -166,7 +166,7 @@ RunShape ShapeFor(const LoadedRun& loaded, const SchedulerOptions& so) {
   return shape;
 }
 
-Result<std::unique_ptr<PlannedRun>> PlanServing(const ServeOptions& o, const LoadedRun& loaded,
+Result<std::unique_ptr<PlannedRun>> PlanServing(const ServeOptions& o, LoadedRun& loaded,
                                                 const SchedulerOptions& so) {
   return PlanAndAllocate(loaded, MemoryOptionsFor(o, so), ShapeFor(loaded, so), o.plan_only, "strata serve");
 }
@@ -281,7 +281,7 @@ int Serve(const ServeOptions& options) {
   const auto t_load = std::chrono::steady_clock::now();
   auto parts = LoadForServing(o);
   if (!parts.ok()) return fail(parts.status());
-  const LoadedRun& loaded = parts->loaded;
+  LoadedRun& loaded = parts->loaded;
   SchedulerOptions so = SchedulerOptionsFor(o, loaded.n_ctx);
   if (o.load.n_ctx == 0) {
     so.n_ctx = FitContext(o, loaded, so);
