@@ -30,8 +30,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/gpu/device.h"
 #include "runtime/quant/ggml_type.h"
 #include "tests/gguf_writer/synthetic_model.h"
+#include "tests/testing/gpu_test_device.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/test_data.h"
@@ -112,6 +114,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     std::vector<float> logits;
     std::vector<int32_t> ids;
   };
+  void ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend);
   Run RunPack(const Fixture& f, const std::vector<int32_t>& prompt, int n, bool reference) {
     return RunPackOn(f, prompt, n, reference ? "reference" : "cpu");
   }
@@ -171,9 +174,10 @@ TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {
   RecordProperty("max_abs_vs_f32math", std::to_string(worst));
 }
 
-TEST_P(Conformance, FastPathMatchesNativeWithinToleranceAndAtConfidentSteps) {
-  const std::string name = GetParam();
-  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/" + name + ".prompt.json"));
+// The fast path's checks on `backend`: teacher-forced rows within the
+// fixture's tolerance, the native greedy token at every confident step, and
+// the free-running chain up to the first step within the tolerance.
+void Conformance::ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend) {
   const Fixture& f = Get(name);
   const float tol = kFastTolerance.at(name);
   const std::string base = testing::SharedFile("conformance/" + name);
@@ -184,7 +188,7 @@ TEST_P(Conformance, FastPathMatchesNativeWithinToleranceAndAtConfidentSteps) {
   // Teacher forcing: the prompt plus the native chain, as one prompt.
   std::vector<int32_t> forced = prompt;
   forced.insert(forced.end(), greedy.begin(), greedy.end());
-  Run r = RunPack(f, forced, 1, /*reference=*/false);
+  Run r = RunPackOn(f, forced, 1, backend);
   std::vector<float> all = ref;
   all.insert(all.end(), dec.begin(), dec.end());
   ASSERT_GE(r.logits.size(), all.size());
@@ -200,17 +204,39 @@ TEST_P(Conformance, FastPathMatchesNativeWithinToleranceAndAtConfidentSteps) {
     ++confident;
     EXPECT_EQ(Argmax(&r.logits[(n_prompt - 1 + k) * kVocab]), greedy[k]) << name << " step " << k;
   }
-  RecordProperty("max_abs_vs_native", std::to_string(worst));
+  RecordProperty("max_abs_vs_native_" + backend, std::to_string(worst));
   RecordProperty("confident_steps", confident);
   // Free-running, the chain agrees with llama.cpp's up to the first step
   // whose margin is within the tolerance.
-  Run free = RunPack(f, prompt, 32, false);
+  Run free = RunPackOn(f, prompt, 32, backend);
   for (size_t k = 0; k < greedy.size(); ++k) {
     const float* native_row = &all[(n_prompt - 1 + k) * kVocab];
     if (Margin(native_row) <= tol) break;
     ASSERT_LT(k, free.ids.size());
     ASSERT_EQ(free.ids[k], greedy[k]) << name << " free-running step " << k;
   }
+}
+
+TEST_P(Conformance, FastPathMatchesNativeWithinToleranceAndAtConfidentSteps) {
+  const std::string name = GetParam();
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/" + name + ".prompt.json"));
+  ExpectNativeWithinFastTolerance(name, "cpu");
+}
+
+// The GPU backend (on the software GPU here; on a real one with
+// STRATA_TEST_DEVICE=cuda, scripts/device-check.sh) is held to the fast
+// path's tolerances: it quantizes activations too (int8, 32 values a scale).
+// The whole list runs in the optimized build; the sanitizer build two
+// fixtures (one of each MoE architecture), the Windows build one.
+TEST_P(Conformance, GpuBackendMatchesNativeWithinTheFastPathTolerance) {
+  const std::string name = GetParam();
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/" + name + ".prompt.json"));
+  const testing::GpuTestMatrix matrix = testing::TestMatrix();
+  if ((matrix == testing::GpuTestMatrix::kTails && name != "qwen3moe-q4_k_m" && name != "qwen35moe-q4_k_m") ||
+      (matrix == testing::GpuTestMatrix::kSmoke && name != "qwen3moe-q4_k_m"))
+    GTEST_SKIP() << "the GPU conformance runs whole in the optimized build only (" << testing::TestMatrixName(matrix)
+                 << " here)";
+  ExpectNativeWithinFastTolerance(name, testing::OnSoftwareGpu() ? "software-gpu" : testing::TestDeviceBackend());
 }
 
 // The KV cache types (--kv-type; kernels/kv_type.h): F16 (the default) and
@@ -395,9 +421,17 @@ TEST(Qwen3Dense, PacksValidatesAndTheFastPathMatchesTheReferencePath) {
     // The sim backend runs the cpu backend's ops on memory the forward pass
     // cannot touch: the same bits.
     EXPECT_EQ(logits[2], logits[1]);
-    auto unknown = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "cuda"});
+    auto unknown = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "gpu"});
     EXPECT_EQ(unknown.exit_code, 2);
-    EXPECT_THAT(unknown.err, ::testing::HasSubstr("--backend 'cuda': expected cpu, reference or sim"));
+    EXPECT_THAT(unknown.err,
+                ::testing::HasSubstr("--backend 'gpu': expected auto, cpu, reference, sim, cuda, hip or software-gpu"));
+    // A GPU backend asked for where its device is missing: refused, saying
+    // why, exit 3 (auto, the default, runs on the CPU instead).
+    if (!gpu::OpenCudaDevice(0).ok()) {
+      auto cuda = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "cuda"});
+      EXPECT_EQ(cuda.exit_code, 3) << cuda.err;
+      EXPECT_THAT(cuda.err, ::testing::HasSubstr("--backend cuda: "));
+    }
     ASSERT_EQ(logits[0].size(), logits[1].size());
     ASSERT_GE(logits[0].size(), prompt.size() * kVocab);
     float worst = 0;

@@ -1,0 +1,64 @@
+#include "tests/testing/gpu_test_device.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace strata::testing {
+namespace {
+
+std::string_view Requested() {
+  const char* v = std::getenv("STRATA_TEST_DEVICE");
+  return v && *v ? std::string_view(v) : std::string_view("software");
+}
+
+}  // namespace
+
+bool OnSoftwareGpu() { return Requested() == "software"; }
+
+std::string TestDeviceBackend() { return OnSoftwareGpu() ? "software-gpu" : std::string(Requested()); }
+
+Result<std::unique_ptr<gpu::Device>> OpenTestDevice(uint32_t warp) {
+  const std::string_view kind = Requested();
+  if (kind == "cuda") return gpu::OpenCudaDevice(0);
+  if (kind == "hip") return gpu::OpenHipDevice(0);
+  if (kind != "software")
+    return InvalidArgument("STRATA_TEST_DEVICE='" + std::string(kind) + "': expected software, cuda or hip");
+  gpu::SoftwareGpuOptions o;
+  o.warp_size = warp;
+  o.threads = 2;
+  return gpu::OpenSoftwareGpu(o);
+}
+
+Result<std::unique_ptr<GpuBackend>> MakeTestGpuBackend(const Model& model, uint32_t warp) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<gpu::Device> d, OpenTestDevice(warp));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GpuBackend> b, GpuBackend::Create(std::move(d)));
+  STRATA_RETURN_IF_ERROR(b->Bind(model));
+  return b;
+}
+
+GpuTestMatrix TestMatrix() {
+#if defined(_WIN32)
+  return GpuTestMatrix::kSmoke;
+#elif defined(__SANITIZE_ADDRESS__)
+  return GpuTestMatrix::kTails;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return GpuTestMatrix::kTails;
+#else
+  return GpuTestMatrix::kFull;
+#endif
+#else
+  return GpuTestMatrix::kFull;
+#endif
+}
+
+std::string TestMatrixName(GpuTestMatrix m) {
+  switch (m) {
+    case GpuTestMatrix::kFull: return "full";
+    case GpuTestMatrix::kTails: return "one tail shape per kernel (sanitizer build)";
+    case GpuTestMatrix::kSmoke: return "smoke subset (Windows build)";
+  }
+  return "?";
+}
+
+}  // namespace strata::testing
