@@ -6,16 +6,21 @@
 // rows of one and of several blocks; the experts' grouped products too, and
 // both warp sizes (32, and 64 as a gfx90a wavefront).
 //
-// Quantized weights multiply int8 activations (kernels/matmul.cu): the
-// reference then dots the dequantized rows with the activations quantized as
-// the kernel quantizes them (d = max|x| / 127 per 32, q = round(x / d), ties
-// to even), so what is compared is the kernels' arithmetic, not the
-// quantization. Tolerance, as a normalized error (max |gpu - ref| over
-// rms(ref)): 1e-5, float sums in another order and fused multiply-adds.
+// Quantized weights multiply int8 activations (kernels/matmul.cu), quantized
+// as llama.cpp's CPU backend quantizes them for that weight type (Q8_0, Q8_1
+// or Q8_K: kernel_args.h ActQuant). The reference dots the dequantized rows
+// with the activations put through the CPU's own quantizer for that format
+// (runtime/kernels/activation.h) and dequantized, so what is compared is the
+// kernels' arithmetic and their quantizer, not the quantization's error; for
+// Q4_1 and Q5_1 the blocks' minimum meets the activations' F16 sum (Q8_1's
+// s), as in ggml, and so in the reference. Tolerance, as a normalized error
+// (max |gpu - ref| over rms(ref)): 1e-5, float sums in another order and
+// fused multiply-adds.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,7 +28,10 @@
 #include "runtime/gpu/device.h"
 #include "runtime/gpu/gpu_matmul.h"
 #include "runtime/gpu/kernels/weight_types.h"
+#include "runtime/kernels/activation.h"
 #include "runtime/quant/dequantize.h"
+#include "runtime/quant/fp_convert.h"
+#include "tests/testing/gpu_test_device.h"
 #include "tests/testing/random_blocks.h"
 
 namespace strata::gpu {
@@ -45,10 +53,7 @@ std::vector<TypeCase> AllTypes() {
 class Gpu {
  public:
   explicit Gpu(uint32_t warp) {
-    SoftwareGpuOptions o;
-    o.warp_size = warp;
-    o.threads = 2;
-    auto d = OpenSoftwareGpu(o);
+    auto d = testing::OpenTestDevice(warp);
     EXPECT_TRUE(d.ok()) << d.status().message();
     device_ = std::move(*d);
     auto k = KernelTable::Load(*device_);
@@ -116,6 +121,15 @@ struct Matrix {
   }
 };
 
+// The minimum of block b of row r of a Q4_1 or Q5_1 matrix (half d, half m, ...).
+double MinOf(GgmlType, const Matrix& w, int64_t r, int64_t b) {
+  const uint8_t* block = w.bytes.data() + static_cast<uint64_t>(r) * w.row_bytes +
+                         static_cast<uint64_t>(b) * TypeInfo(w.type).block_bytes;
+  uint16_t h;
+  std::memcpy(&h, block + 2, 2);
+  return static_cast<double>(Fp16ToFp32(h));
+}
+
 std::vector<float> RandomX(int64_t n, int64_t cols, std::mt19937_64& rng) {
   std::normal_distribution<float> d(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n * cols));
@@ -133,21 +147,43 @@ double NormalizedError(const std::vector<float>& got, const std::vector<double>&
   return mx / (std::sqrt(ss / static_cast<double>(want.size())) + 1e-30);
 }
 
-constexpr double kTolerance = 1e-5;
+double Tolerance(GgmlType) { return 1e-5; }
 
-// x as the product kernels read it: for quantized weights, quantized per 32
-// as strata_quantize_q8 does (the float operations in the same order).
-std::vector<float> AsMultiplied(GgmlType t, const std::vector<float>& x) {
+// x (rows of `cols`) as the product kernels read it: for quantized weights,
+// through the CPU's quantizer of the weight type's activation format, back
+// to floats; `sums` gets Q8_1's s per 32 (the F16 d * sum q).
+std::vector<float> AsMultiplied(GgmlType t, const std::vector<float>& x, int64_t cols, std::vector<float>* sums = nullptr) {
   if (!QuantizesActivations(t)) return x;
-  std::vector<float> q(x.size());
-  for (size_t b = 0; b < x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x[b + i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (size_t i = 0; i < 32; ++i) q[b + i] = d * std::nearbyint(x[b + i] * id);
+  const ActFormat f = VecDotFormat(t);
+  std::vector<float> out(x.size());
+  if (sums) sums->assign(x.size() / 32, 0.0f);
+  std::vector<uint8_t> row(ActRowBytes(f, cols));
+  for (size_t r = 0; r < x.size() / static_cast<size_t>(cols); ++r) {
+    QuantizeActivationRowReference(f, &x[r * static_cast<size_t>(cols)], row.data(), cols);
+    float* o = &out[r * static_cast<size_t>(cols)];
+    const int64_t block = ActBlockElems(f);
+    const uint64_t block_bytes = ActRowBytes(f, block);
+    for (int64_t b = 0; b < cols / block; ++b) {
+      const uint8_t* p = row.data() + static_cast<uint64_t>(b) * block_bytes;
+      float d;
+      const int8_t* q;
+      if (f == ActFormat::kQ8_K) {
+        std::memcpy(&d, p, 4);
+        q = reinterpret_cast<const int8_t*>(p + 4);
+      } else {  // Q8_0: half d, q; Q8_1: half d, half s, q
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        d = Fp16ToFp32(h);
+        q = reinterpret_cast<const int8_t*>(p + (f == ActFormat::kQ8_1 ? 4 : 2));
+        if (f == ActFormat::kQ8_1 && sums) {
+          std::memcpy(&h, p + 2, 2);
+          (*sums)[r * static_cast<size_t>(cols / 32) + static_cast<size_t>(b)] = Fp16ToFp32(h);
+        }
+      }
+      for (int64_t i = 0; i < block; ++i) o[b * block + i] = d * static_cast<float>(q[i]);
+    }
   }
-  return q;
+  return out;
 }
 
 // The columns every shape is tried with: matrix-vector (1, 3, 8) and tiled
@@ -156,7 +192,12 @@ constexpr int64_t kColumns[] = {1, 3, 8, 9, 64, 69};
 
 class GpuMatMulTest : public ::testing::TestWithParam<uint32_t> {};
 
+// A real device has one warp size: the other is tried on the software GPU.
+#define STRATA_WARP_ON_THIS_DEVICE()                                                           \
+  if (!testing::OnSoftwareGpu() && GetParam() != 32) GTEST_SKIP() << "a real device runs its own warp size"
+
 TEST_P(GpuMatMulTest, EveryTypeMatchesTheReferenceDequantizer) {
+  STRATA_WARP_ON_THIS_DEVICE();
   Gpu g(GetParam());
   std::mt19937_64 rng(42);
   for (const TypeCase& tc : AllTypes()) {
@@ -172,7 +213,9 @@ TEST_P(GpuMatMulTest, EveryTypeMatchesTheReferenceDequantizer) {
                        " n " + std::to_string(n) + " warp " + std::to_string(GetParam()));
           const std::vector<float> x0 = RandomX(n, cols, rng);
           const DevicePtr dx = g.Put(x0.data(), x0.size() * sizeof(float));
-          const std::vector<float> x = AsMultiplied(tc.type, x0);
+          std::vector<float> sums;
+          const std::vector<float> x = AsMultiplied(tc.type, x0, cols, &sums);
+          const bool with_min = tc.type == GgmlType::kQ4_1 || tc.type == GgmlType::kQ5_1;
           const DevicePtr dy = g.Alloc(static_cast<uint64_t>(n * rows) * sizeof(float));
           const DevicePtr xq = g.Alloc(QuantizedBytes(n, cols) + 1);
           ASSERT_TRUE(MatMul(g.L(), dw, dx, n, dy, xq).ok());
@@ -180,12 +223,17 @@ TEST_P(GpuMatMulTest, EveryTypeMatchesTheReferenceDequantizer) {
           for (int64_t c = 0; c < n; ++c)
             for (int64_t r = 0; r < rows; ++r) {
               double s = 0;
-              for (int64_t i = 0; i < cols; ++i)
-                s += static_cast<double>(w.deq[static_cast<size_t>(r * cols + i)]) *
-                     static_cast<double>(x[static_cast<size_t>(c * cols + i)]);
+              for (int64_t b = 0; b < cols / 32; ++b) {
+                // Q4_1/Q5_1: the block's minimum times the activations' s.
+                const double m = with_min ? MinOf(tc.type, w, r, b) : 0.0;
+                for (int64_t i = 32 * b; i < 32 * b + 32; ++i)
+                  s += (static_cast<double>(w.deq[static_cast<size_t>(r * cols + i)]) - m) *
+                       static_cast<double>(x[static_cast<size_t>(c * cols + i)]);
+                if (with_min) s += m * static_cast<double>(sums[static_cast<size_t>(c * cols / 32 + b)]);
+              }
               want[static_cast<size_t>(c * rows + r)] = s;
             }
-          EXPECT_LE(NormalizedError(g.Get(dy, want.size()), want), kTolerance);
+          EXPECT_LE(NormalizedError(g.Get(dy, want.size()), want), Tolerance(tc.type));
         }
       }
   }
@@ -195,6 +243,7 @@ TEST_P(GpuMatMulTest, EveryTypeMatchesTheReferenceDequantizer) {
 // activation column, by place, matrix-vector per place and tiled over expert
 // tiles (several tiles of one expert, an expert with none, a partial tile).
 TEST_P(GpuMatMulTest, ExpertProductsMatchTheReference) {
+  STRATA_WARP_ON_THIS_DEVICE();
   Gpu g(GetParam());
   std::mt19937_64 rng(7);
   for (GgmlType t : {GgmlType::kQ4_K, GgmlType::kQ8_0, GgmlType::kF16, GgmlType::kIQ2_XXS}) {
@@ -203,7 +252,7 @@ TEST_P(GpuMatMulTest, ExpertProductsMatchTheReference) {
     const DeviceMatrix dw = w.On(g);
     const std::vector<float> x0 = RandomX(n_tokens, cols, rng);
     const DevicePtr dx = g.Put(x0.data(), x0.size() * sizeof(float));
-    const std::vector<float> x = AsMultiplied(t, x0);
+    const std::vector<float> x = AsMultiplied(t, x0, cols);
     // Places grouped by expert: expert 0 gets 70 (two tiles), 1 none, 2 gets 3, 3 gets 7.
     std::vector<int32_t> expert, xcol;
     for (auto [e, count] : {std::pair{0, 70}, {2, 3}, {3, 7}})
@@ -217,7 +266,7 @@ TEST_P(GpuMatMulTest, ExpertProductsMatchTheReference) {
     const DevicePtr xq = g.Alloc(QuantizedBytes(n_tokens, cols) + 1);
     DevicePtr prepared = dx;
     if (QuantizesActivations(t)) {
-      ASSERT_TRUE(Quantize(g.L(), dx, 0, n_tokens, cols, xq).ok());
+      ASSERT_TRUE(Quantize(g.L(), dx, 0, n_tokens, cols, xq, ActQuantFor(t)).ok());
       prepared = xq;
     }
     std::vector<double> want(static_cast<size_t>(places * rows));
@@ -244,7 +293,7 @@ TEST_P(GpuMatMulTest, ExpertProductsMatchTheReference) {
       const DevicePtr dy = g.Alloc(static_cast<uint64_t>(places * rows) * sizeof(float));
       const int64_t stride = QuantizesActivations(t) ? cols / 32 : cols;
       ASSERT_TRUE(ExpertMatMulPrepared(g.L(), dw, prepared, stride, pl, dy).ok());
-      EXPECT_LE(NormalizedError(g.Get(dy, want.size()), want), kTolerance);
+      EXPECT_LE(NormalizedError(g.Get(dy, want.size()), want), Tolerance(t));
     }
   }
 }

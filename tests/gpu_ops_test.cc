@@ -23,13 +23,14 @@
 //   ops over float weights: 1e-4 / 1e-3 for F32, 0.02 for F16, 0.05 for BF16
 //   (the GPU multiplies float activations; the fast path rounds them to its
 //   weights' type, as ggml does: 11 and 8 bits of mantissa);
-//   ops over quantized weights: 0.12 / 0.3. The GPU multiplies int8
-//   activations (32 values a scale): one product's normalized error is about
-//   0.02 (gpu_matmul_test checks the kernels' own arithmetic to 1e-5), an op
-//   chains two or three (q, k, v into a softmax; gate and up into down),
-//   measured up to 0.08; the fast path quantizes its own way (Q8_0, Q8_K),
-//   so the two differ by the sum of both. A wrong index, scale or offset
-//   moves an op by 1 or more.
+//   ops over quantized weights: 0.25 / 0.03. The GPU quantizes activations
+//   as the fast path does (Q8_0, Q8_1 or Q8_K blocks by weight type, the
+//   same rounding), so against the fast path only the order of float sums
+//   differs: measured up to 0.01 over the matrix. Against the reference
+//   (float activations) one product's normalized error is about 0.02, an op
+//   chains two or three (q, k, v into a softmax; gate and up into down);
+//   gpu_matmul_test checks the kernels' own arithmetic to 1e-5. A wrong
+//   index, scale or offset moves an op by 1 or more.
 
 #include <gtest/gtest.h>
 
@@ -226,7 +227,7 @@ Check ProductTolerance(GgmlType t) {
     case GgmlType::kF32: return {1e-4, 1e-3};
     case GgmlType::kF16: return {1e-4, 0.02};
     case GgmlType::kBF16: return {1e-4, 0.05};
-    default: return {0.12, 0.3};
+    default: return {0.25, 0.03};
   }
 }
 

@@ -49,10 +49,11 @@ Status GpuBackend::SwiGlu(const TensorView* gate, const TensorView* up, const Te
   const DevicePtr xq = Take(ws, gpu::QuantizedBytes(n, g.cols));
   if (!xq) return ws.Exhausted("SwiGLU");
   // One quantization of x serves gate and up (both read it whole).
-  if (gpu::QuantizesActivations(g.type) || gpu::QuantizesActivations(u.type))
-    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), x, 0, n, g.cols, xq));
-  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), g, gpu::QuantizesActivations(g.type) ? xq : x, n, gv));
-  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), u, gpu::QuantizesActivations(u.type) ? xq : x, n, uv));
+  gpu::PreparedInput in(L(), x, n, g.cols, xq);
+  STRATA_ASSIGN_OR_RETURN(DevicePtr xg, in.For(g));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), g, xg, n, gv));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr xu, in.For(u));
+  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), u, xu, n, uv));
   gpu::SwiGluArgs a{AsPtr<float>(gv), AsPtr<const float>(uv), n * g.rows};
   STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(a.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, a));
   return Product(down, gv, n, out);
@@ -79,13 +80,11 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
   STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wq, Weight(m.Get(il, R::kAttnQ)));
   STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wk, Weight(m.Get(il, R::kAttnK)));
   STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix wv, Weight(m.Get(il, R::kAttnV)));
-  const DevicePtr h = ActAddr(in);
-  if (gpu::QuantizesActivations(wq.type) || gpu::QuantizesActivations(wk.type) || gpu::QuantizesActivations(wv.type))
-    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), h, 0, n, hp.n_embd, xq));
-  auto prepared = [&](const gpu::DeviceMatrix& w) { return gpu::QuantizesActivations(w.type) ? xq : h; };
-  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wq, prepared(wq), n, q));
-  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wk, prepared(wk), n, k));
-  STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), wv, prepared(wv), n, v));
+  gpu::PreparedInput h(L(), ActAddr(in), n, hp.n_embd, xq);
+  for (auto [w, y] : {std::pair{&wq, q}, {&wk, k}, {&wv, v}}) {
+    STRATA_ASSIGN_OR_RETURN(DevicePtr x, h.For(*w));
+    STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), *w, x, n, y));
+  }
 
   const SequenceState& st0 = *p.batch[0].state;
   const KvType kv = st0.kv_type;
@@ -375,20 +374,19 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
   places.max_tiles = shape.max_tiles;
   // Gate and up: column p is token place_token[p] through expert place_expert[p].
   places.place_xcol = place_token;
-  if (gpu::QuantizesActivations(wg.type) || gpu::QuantizesActivations(wu.type))
-    STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), h, 0, n, E, xq_h));
-  auto prepared = [&](const gpu::DeviceMatrix& w, DevicePtr xq, DevicePtr x) {
-    return gpu::QuantizesActivations(w.type) ? xq : x;
-  };
   auto stride = [](const gpu::DeviceMatrix& w) { return gpu::QuantizesActivations(w.type) ? w.cols / 32 : w.cols; };
-  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wg, prepared(wg, xq_h, h), stride(wg), places, g));
-  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wu, prepared(wu, xq_h, h), stride(wu), places, u));
+  gpu::PreparedInput hin(L(), h, n, E, xq_h);
+  STRATA_ASSIGN_OR_RETURN(DevicePtr xg, hin.For(wg));
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wg, xg, stride(wg), places, g));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr xu, hin.For(wu));
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wu, xu, stride(wu), places, u));
   gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), nK * shape.ff};
   STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
   // Down: column p is place p's own row of g.
   places.place_xcol = 0;
-  if (gpu::QuantizesActivations(wd.type)) STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), g, 0, nK, shape.ff, xq_g));
-  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wd, prepared(wd, xq_g, g), stride(wd), places, results));
+  gpu::PreparedInput gin(L(), g, nK, shape.ff, xq_g);
+  STRATA_ASSIGN_OR_RETURN(DevicePtr xd, gin.For(wd));
+  STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wd, xd, stride(wd), places, results));
   gpu::MoeCombineArgs c{};
   c.results = AsPtr<const float>(results);
   c.where = AsPtr<const int32_t>(where);
@@ -483,11 +481,11 @@ Status GpuBackend::SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices
   STRATA_RETURN_IF_ERROR(device_->CopyToDevice(xd, x, F(m * embd), stream_));
   transfers_.up_bytes += F(m * embd);
   ++transfers_.up_calls;
-  const bool quantized = gpu::QuantizesActivations(dm[0].type) || gpu::QuantizesActivations(dm[1].type);
-  if (quantized) STRATA_RETURN_IF_ERROR(gpu::Quantize(L(), xd, 0, m, embd, xq));
-  for (int i = 0; i < 2; ++i)
-    STRATA_RETURN_IF_ERROR(
-        gpu::MatMulPrepared(L(), dm[i], gpu::QuantizesActivations(dm[i].type) ? xq : xd, m, i == 0 ? g : u));
+  gpu::PreparedInput rows(L(), xd, m, embd, xq);
+  for (int i = 0; i < 2; ++i) {
+    STRATA_ASSIGN_OR_RETURN(DevicePtr xi, rows.For(dm[i]));
+    STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), dm[i], xi, m, i == 0 ? g : u));
+  }
   gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), m * ff};
   STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
   STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), dm[2], g, m, yd, xq));

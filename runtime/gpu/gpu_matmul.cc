@@ -60,7 +60,23 @@ uint64_t QuantizedBytes(int64_t n, int64_t cols) {
 
 bool QuantizesActivations(GgmlType type) { return IsQuantized(static_cast<int>(type)); }
 
-Status Quantize(const Launcher& L, DevicePtr x, DevicePtr rows, int64_t n, int64_t cols, DevicePtr xq) {
+int32_t ActQuantFor(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ8_0:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kMXFP4:
+    case GgmlType::kNVFP4:
+    case GgmlType::kQ1_0:
+    case GgmlType::kQ2_0: return kActQ8_0;
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1: return kActQ8_1;
+    default: return kActQ8_K;  // K-quants, i-quants, TQ1_0, TQ2_0: every row a whole 256
+  }
+}
+
+Status Quantize(const Launcher& L, DevicePtr x, DevicePtr rows, int64_t n, int64_t cols, DevicePtr xq, int32_t mode) {
   if (n == 0) return Status::Ok();
   QuantizeArgs a{};
   a.x = Ptr<const float>(x);
@@ -68,8 +84,24 @@ Status Quantize(const Launcher& L, DevicePtr x, DevicePtr rows, int64_t n, int64
   a.rows = Ptr<const int32_t>(rows);
   a.n = static_cast<int32_t>(n);
   a.cols = static_cast<int32_t>(cols);
+  a.mode = mode;
+  if (mode == kActQ8_K) {
+    if (cols % 256 != 0) return Internal("Q8_K activations of a row that is not whole 256s");
+    return L(L.kernels->quantize_q8k, Dim3{static_cast<uint32_t>(n), static_cast<uint32_t>(cols / 256), 1},
+             Dim3{256, 1, 1}, 0, a);
+  }
   const Dim3 grid{static_cast<uint32_t>(n), Blocks(cols / 32, kQuantizeThreads / 32), 1};
   return L(L.kernels->quantize, grid, Dim3{kQuantizeThreads, 1, 1}, 0, a);
+}
+
+Result<DevicePtr> PreparedInput::For(const DeviceMatrix& w) {
+  if (!QuantizesActivations(w.type)) return x_;
+  const int32_t mode = ActQuantFor(w.type);
+  if (mode != mode_) {
+    STRATA_RETURN_IF_ERROR(Quantize(L_, x_, 0, n_, cols_, xq_, mode));
+    mode_ = mode;
+  }
+  return xq_;
 }
 
 Status MatMulPrepared(const Launcher& L, const DeviceMatrix& w, DevicePtr x_prepared, int64_t n, DevicePtr y) {
@@ -90,7 +122,7 @@ Status MatMulPrepared(const Launcher& L, const DeviceMatrix& w, DevicePtr x_prep
 Status MatMul(const Launcher& L, const DeviceMatrix& w, DevicePtr x, int64_t n, DevicePtr y, DevicePtr xq) {
   if (!QuantizesActivations(w.type)) return MatMulPrepared(L, w, x, n, y);
   STRATA_RETURN_IF_ERROR(CheckMatrix(w));
-  STRATA_RETURN_IF_ERROR(Quantize(L, x, 0, n, w.cols, xq));
+  STRATA_RETURN_IF_ERROR(Quantize(L, x, 0, n, w.cols, xq, ActQuantFor(w.type)));
   return MatMulPrepared(L, w, xq, n, y);
 }
 

@@ -51,9 +51,32 @@ inline constexpr int64_t kTileColumns = 64;
 uint64_t QuantizedBytes(int64_t n, int64_t cols);
 // Whether products with weights of this type quantize their activations.
 bool QuantizesActivations(GgmlType type);
+// How, for weights of this type (kernel_args.h ActQuant: llama.cpp's CPU
+// vec_dot type, so the int8 sums are the ones it computes). REQUIRES:
+// QuantizesActivations(type).
+int32_t ActQuantFor(GgmlType type);
 
-// xq = the XBlocks of rows (rows ? rows[r] : r) of x (n rows of cols floats).
-Status Quantize(const Launcher& L, DevicePtr x, DevicePtr rows, int64_t n, int64_t cols, DevicePtr xq);
+// xq = the XBlocks of rows (rows ? rows[r] : r) of x (n rows of cols
+// floats), quantized as `mode` says (ActQuant; kActQ8_K needs cols % 256 == 0).
+Status Quantize(const Launcher& L, DevicePtr x, DevicePtr rows, int64_t n, int64_t cols, DevicePtr xq, int32_t mode);
+
+// One input (n rows of cols floats) for several products: For(w) gives it in
+// the form w's kernels read (the floats, or XBlocks quantized as w's type
+// asks), quantizing into `xq` (QuantizedBytes(n, cols)) only when the form
+// changes. Products must be launched in the order For is asked (one stream).
+class PreparedInput {
+ public:
+  PreparedInput(const Launcher& L, DevicePtr x, int64_t n, int64_t cols, DevicePtr xq)
+      : L_(L), x_(x), n_(n), cols_(cols), xq_(xq) {}
+  Result<DevicePtr> For(const DeviceMatrix& w);
+
+ private:
+  Launcher L_;
+  DevicePtr x_;
+  int64_t n_, cols_;
+  DevicePtr xq_;
+  int32_t mode_ = -1;  // what xq holds (-1: nothing yet)
+};
 
 // y[c * w.rows + r] = dot(row r of w, column c of x) for c < n. x: n x
 // w.cols floats; xq: QuantizedBytes(n, w.cols) of scratch for the quantized

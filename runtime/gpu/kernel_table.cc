@@ -60,6 +60,7 @@ Result<KernelTable> KernelTable::Load(Device& d) {
       {"strata_rms_norm", &t.rms_norm},
       {"strata_gated_norm", &t.gated_norm},
       {"strata_quantize_q8", &t.quantize},
+      {"strata_quantize_q8k", &t.quantize_q8k},
       {"strata_attn_prep", &t.attn_prep},
       {"strata_attention", &t.attention},
       {"strata_attn_combine", &t.attn_combine},

@@ -21,7 +21,7 @@ struct KernelTable {
   // twin's code where the image has no MMA: kernels/matmul_mma.cu).
   std::array<Kernel, kTypes> mmq_mma{};
   Kernel fill = nullptr, add = nullptr, swiglu = nullptr, shared_gate = nullptr, argmax = nullptr;
-  Kernel rms_norm = nullptr, gated_norm = nullptr, quantize = nullptr;
+  Kernel rms_norm = nullptr, gated_norm = nullptr, quantize = nullptr, quantize_q8k = nullptr;
   Kernel attn_prep = nullptr, attention = nullptr, attn_combine = nullptr;
   Kernel moe_topk = nullptr, moe_count = nullptr, moe_offsets = nullptr, moe_place = nullptr, moe_combine = nullptr;
   Kernel delta_conv = nullptr, delta_conv_update = nullptr, delta_prep = nullptr, delta_rule = nullptr;

@@ -80,6 +80,17 @@ struct AddArgs {
   int64_t n;
 };
 
+// How activations are quantized for a weight type: as llama.cpp's CPU
+// backend converts them (its vec_dot type, docs/quant-types.md), so the int8
+// values are the ones its integer sums see.
+//   kActQ8_0  32 values: d = max|x| / 127, q = round-half-even(x * 127 / max|x|),
+//             d rounded to F16 for the products (Q8_0's x86 rule);
+//   kActQ8_1  the same d and q, and the sum term F16(d * sum q) (Q8_1's);
+//   kActQ8_K  256 values: m = the value of largest |x|, q = min(127,
+//             round-half-even(-127 / m * x)), d = -m / 127 (Q8_K's), written
+//             to each of the block's 8 XBlocks with the sums of each 16.
+enum ActQuant : int32_t { kActQ8_0 = 0, kActQ8_1 = 1, kActQ8_K = 2 };
+
 // q[r] = the XBlocks of row (rows ? rows[r] : r) of x, for r < n.
 struct QuantizeArgs {
   const float* x;
@@ -87,6 +98,7 @@ struct QuantizeArgs {
   const int32_t* rows;
   int32_t n;
   int32_t cols;
+  int32_t mode;  // ActQuant: kActQ8_0 or kActQ8_1 (strata_quantize_q8); kActQ8_K (strata_quantize_q8k)
 };
 
 // A weight matrix (or a tensor of experts: expert e's rows start at

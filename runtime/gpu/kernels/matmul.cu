@@ -28,8 +28,18 @@ STRATA_GPU_BEGIN
 
 // --- activations --------------------------------------------------------------
 
+// Lanes 4w..4w+3 of a group of 32 pack their int8 q into word w (every lane
+// of the group gets the word of its four).
+STRATA_DEV uint32_t PackWord(int q, int32_t l) {
+  uint32_t word = (static_cast<uint32_t>(q) & 0xffu) << (8 * (l % 4));
+  word |= WarpShflXor(word, 1);
+  word |= WarpShflXor(word, 2);
+  return word;
+}
+
 // Grid (n, ceil(cols / 32 / (blockDim / 32))): 32 threads per 32-value block
 // (a group of 32 lanes: the whole warp at 32 lanes, half of it at 64).
+// Modes kActQ8_0 and kActQ8_1 (kernel_args.h).
 STRATA_KERNEL(strata_quantize_q8, QuantizeArgs) {
   const int64_t r = blockIdx.x;
   const int64_t src = a.rows ? a.rows[r] : r;
@@ -41,23 +51,64 @@ STRATA_KERNEL(strata_quantize_q8, QuantizeArgs) {
   float amax = DevAbs(v);
   for (int m = 16; m > 0; m >>= 1) amax = DevFmax(amax, WarpShflXor(amax, m));
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const int q = DevRoundToInt(v * id);
-  // Lanes 4w..4w+3 make word w; lanes 0..15 and 16..31 sum their half.
-  uint32_t word = (static_cast<uint32_t>(q) & 0xffu) << (8 * (l % 4));
-  word |= WarpShflXor(word, 1);
-  word |= WarpShflXor(word, 2);
-  int sum = q;
-  for (int m = 8; m > 0; m >>= 1) sum += WarpShflXor(sum, m);
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  int q = DevRoundToInt(v * id);
+  q = q > 127 ? 127 : q < -128 ? -128 : q;
+  const uint32_t word = PackWord(q, l);
+  // Each half's sum (kActQ8_0), or the whole block's (kActQ8_1).
+  int half = q;
+  for (int m = 8; m > 0; m >>= 1) half += WarpShflXor(half, m);
+  const int whole = half + WarpShflXor(half, 16);
   if (!live) return;
   XBlock& o = a.q[r * nb + b];
   if (l % 4 == 0) o.q[l / 4] = static_cast<int32_t>(word);
-  if (l == 0) {
-    o.d = d;
-    o.ds[0] = d * static_cast<float>(sum);
-    o.pad = 0.0f;
+  const float dh = HalfToFloat(FloatToHalf(d));  // the F16 d the products read
+  if (a.mode == kActQ8_1) {
+    if (l == 0) o.d = dh, o.ds[0] = HalfToFloat(FloatToHalf(d * static_cast<float>(whole))), o.ds[1] = 0.0f, o.pad = 0.0f;
+  } else {
+    if (l == 0) o.d = dh, o.ds[0] = dh * static_cast<float>(half), o.pad = 0.0f;
+    if (l == 16) o.ds[1] = dh * static_cast<float>(half);
   }
-  if (l == 16) o.ds[1] = d * static_cast<float>(sum);
+}
+
+// Mode kActQ8_K. Grid (n, cols / 256), 256 threads: one 256-value block,
+// thread i its value i.
+STRATA_KERNEL(strata_quantize_q8k, QuantizeArgs) {
+  STRATA_SHARED(float, wmax, 256 / 32);
+  STRATA_SHARED(int32_t, widx, 256 / 32);
+  const int64_t r = blockIdx.x;
+  const int64_t src = a.rows ? a.rows[r] : r;
+  const int32_t blk = static_cast<int32_t>(blockIdx.y);
+  const int32_t i = static_cast<int32_t>(threadIdx.x);
+  const float v = a.x[src * a.cols + blk * 256 + i];
+  // The value of largest |x|, the first of equals (Q8_K's rule), over 256
+  // values: per group of 32 lanes, then across the 8 groups.
+  float av = DevAbs(v);
+  int32_t at = i;
+  for (int m = 16; m > 0; m >>= 1) {
+    const float oa = WarpShflXor(av, m);
+    const int32_t oi = WarpShflXor(at, m);
+    if (oa > av || (oa == av && oi < at)) av = oa, at = oi;
+  }
+  if (i % 32 == 0) wmax[i / 32] = av, widx[i / 32] = at;
+  __syncthreads();
+  float best = wmax[0];
+  int32_t best_at = widx[0];
+  for (int g = 1; g < 8; ++g)
+    if (wmax[g] > best) best = wmax[g], best_at = widx[g];
+  const float mx = a.x[src * a.cols + blk * 256 + best_at];
+  const float iscale = best != 0.0f ? -127.0f / mx : 0.0f;
+  int q = best != 0.0f ? DevRoundToInt(iscale * v) : 0;
+  q = q < 127 ? q : 127;
+  const int32_t l = i % 32;
+  const uint32_t word = PackWord(q, l);
+  int half = q;
+  for (int m = 8; m > 0; m >>= 1) half += WarpShflXor(half, m);
+  const float d = best != 0.0f ? 1.0f / iscale : 0.0f;
+  XBlock& o = a.q[r * (a.cols / 32) + blk * 8 + i / 32];
+  if (l % 4 == 0) o.q[l / 4] = static_cast<int32_t>(word);
+  if (l == 0) o.d = d, o.ds[0] = d * static_cast<float>(half), o.pad = 0.0f;
+  if (l == 16) o.ds[1] = d * static_cast<float>(half);
 }
 
 // --- shared pieces ---------------------------------------------------------------
