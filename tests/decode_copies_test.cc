@@ -17,7 +17,9 @@
 #include <cmath>
 
 #include "packer/decode_copies.h"
+#include "runtime/gpu/images.h"
 #include "runtime/model/backend.h"
+#include "runtime/model/backend_factory.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/kernel_coverage.h"
@@ -358,28 +360,91 @@ TEST(KernelCoverage, AKernelLessExpertTypeIsRefusedOrConverted) {
                         "--decode-copies q8_0)"));
 }
 
-TEST(KernelCoverage, GpuTargetsFailSayingThisBuildHasNoGpuBackend) {
+// --target cuda|hip: the device kernels' coverage per tensor, where this build
+// embeds that device's images; a clear failure where it does not.
+TEST(KernelCoverage, GpuTargetsCheckTheDeviceKernelsOfThisBuild) {
   std::string dir = testing::ScratchDir("coverage_gpu");
   ASSERT_TRUE(testing::PackFile(MixedModel(dir), dir + "/m.strata", Fast()).ok());
   for (Placement target : {Placement::kCuda, Placement::kHip}) {
+    const std::string name(PlacementName(target));
+    SCOPED_TRACE(name);
     ValidateOptions o;
     o.target = target;
     ValidateReport rep = ValidatePack(dir + "/m.strata", o);
-    EXPECT_FALSE(rep.ok());
-    EXPECT_THAT(ValidateReportText(rep),
-                HasSubstr("FAIL kernel-coverage  target " + std::string(PlacementName(target)) +
-                          ": this build has no GPU backend"));
+    const std::string text = ValidateReportText(rep);
+    if (PlacementBuilt(target)) {
+      // Every type the packer writes has a device kernel: all native, none failing.
+      EXPECT_TRUE(rep.ok()) << text;
+      EXPECT_THAT(text, HasSubstr("ok   kernel-coverage  target " + name + " (device images "));
+      EXPECT_THAT(text, HasSubstr("0 Q8_0 decode copy"));
+      auto run = testing::RunProgram("strata-validate", {dir + "/m.strata", "--target", name, "--json"});
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      // A type the device kernels lack (the test hook) and no decode copy: a problem naming the tensor.
+      ScopedKernelLessTypesForTesting no_kernels({GgmlType::kQ4_K, GgmlType::kTQ1_0, GgmlType::kQ2_0,
+                                                  GgmlType::kIQ3_S, GgmlType::kQ6_K, GgmlType::kQ8_0});
+      ValidateReport missing = ValidatePack(dir + "/m.strata", o);
+      EXPECT_FALSE(missing.ok());
+      EXPECT_THAT(ValidateReportText(missing), HasSubstr("no " + name + " kernel in this build and no decode copy"));
+    } else {
+      EXPECT_FALSE(rep.ok());
+      EXPECT_THAT(text, HasSubstr("FAIL kernel-coverage  target " + name + ": this build has no "));
+      auto run = testing::RunProgram("strata-validate", {dir + "/m.strata", "--target", name, "--json"});
+      EXPECT_EQ(run.exit_code, 1);
+      auto j = nlohmann::json::parse(run.out);
+      EXPECT_FALSE(j["ok"].get<bool>());
+      EXPECT_EQ(j["info"]["target"], name);
+    }
   }
-  auto hip = testing::RunProgram("strata-validate", {dir + "/m.strata", "--target", "hip", "--json"});
-  EXPECT_EQ(hip.exit_code, 1);
-  auto j = nlohmann::json::parse(hip.out);
-  EXPECT_FALSE(j["ok"].get<bool>());
-  EXPECT_EQ(j["info"]["target"], "hip");
   auto tpu = testing::RunProgram("strata-validate", {dir + "/m.strata", "--target", "tpu"});
   EXPECT_EQ(tpu.exit_code, 2);
   EXPECT_THAT(tpu.err, HasSubstr("expected cpu, cuda or hip"));
-  EXPECT_FALSE(PlacementBuilt(Placement::kCuda));
   EXPECT_TRUE(PlacementBuilt(Placement::kCpu));
+  EXPECT_EQ(PlacementBuilt(Placement::kCuda), gpu::CudaModuleImage() != nullptr);
+  EXPECT_EQ(PlacementBuilt(Placement::kHip), gpu::HipModuleImage() != nullptr);
+}
+
+// The GPU backend refuses, at load, a tensor whose type has no device kernel,
+// naming it; with a Q8_0 decode copy of it, it runs the copy.
+TEST(KernelCoverage, GpuBackendRefusesATypeWithoutADeviceKernelOrRunsItsCopy) {
+  std::string dir = testing::ScratchDir("coverage_gpu_load");
+  ASSERT_TRUE(testing::PackFile(MixedModel(dir), dir + "/plain.strata", Fast()).ok());
+  ASSERT_TRUE(testing::PackFile(MixedModel(dir), dir + "/copies.strata", WithCopies()).ok());
+  auto kind = ParseBackendKind("software-gpu");
+  ASSERT_TRUE(kind.ok());
+  BackendOptions bo;
+  bo.kind = "software-gpu";
+  // Every type the packer writes has a device kernel: auto keeps the originals.
+  {
+    auto pack = Pack::Open(dir + "/copies.strata");
+    ASSERT_TRUE(pack.ok());
+    auto m = Model::Create(**pack);
+    ASSERT_TRUE(m.ok());
+    auto switched = ApplyDecodeCopies(*m, "auto", **kind);
+    ASSERT_TRUE(switched.ok());
+    EXPECT_EQ(*switched, 0u);
+  }
+  ScopedKernelLessTypesForTesting no_kernels({GgmlType::kTQ1_0});  // the output head's type
+  {
+    auto pack = Pack::Open(dir + "/plain.strata");
+    ASSERT_TRUE(pack.ok());
+    auto m = Model::Create(**pack);
+    ASSERT_TRUE(m.ok());
+    auto made = MakeBackend(*m, bo);
+    ASSERT_FALSE(made.ok());
+    EXPECT_THAT(made.status().message(), HasSubstr("tensor 'output.weight' is TQ1_0, which the software-gpu"));
+  }
+  {
+    auto pack = Pack::Open(dir + "/copies.strata");
+    ASSERT_TRUE(pack.ok());
+    auto m = Model::Create(**pack);
+    ASSERT_TRUE(m.ok());
+    auto switched = ApplyDecodeCopies(*m, "auto", **kind);
+    ASSERT_TRUE(switched.ok());
+    EXPECT_EQ(*switched, 1u);  // the head, to its Q8_0 copy
+    EXPECT_EQ(m->Get(R::kOutput)->type, GgmlType::kQ8_0);
+    auto made = MakeBackend(*m, bo);
+    EXPECT_TRUE(made.ok()) << made.status().message();
+  }
 }
 
 TEST(KernelCoverage, CopyRulesPerTensor) {

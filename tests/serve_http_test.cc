@@ -1345,6 +1345,74 @@ TEST_F(ServeHttpTest, AnExceptionEndsOneRequestWithA500NotTheServer) {
   }
 }
 
+// Posts small requests until one fails (a fault armed somewhere in the
+// first few forward passes); returns the failed response's status and body:
+// 500, or 200 with an error object when the failure came after the server
+// had sent its headers (a request not answered within 300 ms: docs/server.md).
+std::pair<int, std::string> PostUntilOneFails(httplib::Client& c, int tries) {
+  for (int i = 0; i < tries; ++i) {
+    auto r = c.Post("/v1/chat/completions", ChatBody("hi", R"("max_tokens":3)"), "application/json");
+    if (!r) return {-1, "no response"};
+    if (r->status != 200) return {r->status, r->body};
+    const json body = json::parse(r->body, nullptr, false);
+    if (body.is_discarded() || body.contains("error")) return {500, r->body};
+  }
+  return {200, "every request succeeded"};
+}
+
+// A GPU fault that leaves the device usable ends one request with a 500 and
+// the server goes on; one that poisons the device context (an illegal
+// address) makes the server refuse work, say so on /health and exit 75.
+// The faults fire in the software GPU (STRATA_FAULT) after the load's own
+// launches (a request of a few tokens runs hundreds). Copy faults are
+// gpu_faults_test's: one may land on a recurrent snapshot, which the
+// scheduler drops without failing anything (the slot reads its prompt again).
+TEST_F(ServeHttpTest, AGpuFaultEndsOneRequestAndAPoisonedDeviceStopsTheServer) {
+  {
+    const char* site = "gpu-launch:400";
+    ServerProcess server;
+    std::string error;
+    ASSERT_TRUE(server.Start({Pack(), "--serve", "--backend", "software-gpu", "-c", "64"}, {{"STRATA_FAULT", site}},
+                             &error))
+        << error;
+    ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+    httplib::Client c = ClientOf(server);
+    auto [status, body] = PostUntilOneFails(c, 40);
+    EXPECT_EQ(status, 500) << body << "\n" << server.Log();
+    EXPECT_NE(body.find("the forward pass failed"), std::string::npos) << body;
+    EXPECT_NE(body.find("injected fault"), std::string::npos) << body;
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200) << health->body;
+    auto next = c.Post("/v1/chat/completions", ChatBody("hi", R"("max_tokens":2)"), "application/json");
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200) << next->body;
+    server.Terminate();
+    EXPECT_EQ(server.WaitExit(kLongMs), 0) << server.Log();
+  }
+  ServerProcess server;
+  std::string error;
+  ASSERT_TRUE(server.Start({Pack(), "--serve", "--backend", "software-gpu", "-c", "64"},
+                           {{"STRATA_FAULT", "gpu-poison:400"}}, &error))
+      << error;
+  ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
+  httplib::Client c = ClientOf(server);
+  auto [status, body] = PostUntilOneFails(c, 40);
+  EXPECT_EQ(status, 500) << body;
+  EXPECT_NE(body.find("illegal memory access"), std::string::npos) << body;
+  // The scheduler marks the device lost before it answers the failed request.
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503) << health->body;
+  EXPECT_NE(health->body.find("device_lost"), std::string::npos) << health->body;
+  auto refused = c.Post("/v1/chat/completions", ChatBody("hi", R"("max_tokens":2)"), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503) << refused->body;
+  EXPECT_NE(refused->body.find("device is lost"), std::string::npos) << refused->body;
+  EXPECT_EQ(server.WaitExit(kLongMs), 75) << server.Log();
+  EXPECT_NE(server.Log().find("so that its supervisor restarts it"), std::string::npos) << server.Log();
+}
+
 #if defined(__linux__)
 // Resident memory of a process, from /proc.
 int64_t ResidentBytes(long pid) {

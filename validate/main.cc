@@ -64,8 +64,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   std::string target = "cpu", svg;
   app.add_option("--target", target,
-                 "placement whose kernel coverage to check: cpu (default), cuda or hip (this build has no GPU "
-                 "backend: those fail, saying so)");
+                 "placement whose kernel coverage to check: cpu (default), cuda or hip (this build's device "
+                 "kernels; a build without that device's images fails, saying so)");
   app.add_option("--profile-svg", svg, "draw the pack's expert profile as an SVG heat map to this file");
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include "packer/decode_copies.h"
 #include "packer/report.h"
 #include "runtime/base/strings.h"
+#include "runtime/gpu/images.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/probe.h"
 #include "runtime/pack/pack_reader.h"
@@ -43,6 +44,53 @@ std::string NameList(const std::vector<std::string>& names) {
   return s;
 }
 
+// Kernel coverage on a GPU: the device kernels (one source for CUDA and HIP,
+// runtime/gpu/kernels) for every tensor the GPU backend reads: matrices it
+// multiplies and row-lookup tables it gathers from. A type without a device
+// kernel runs from its Q8_0 decode copy when the pack has one (the backend
+// picks it, as strata-run --decode-copies auto does), else it is a problem:
+// the backend would refuse the pack at load, naming the tensor.
+CheckResult CheckDeviceKernelCoverage(const Pack& p, Placement target) {
+  CheckResult cov;
+  cov.name = "kernel-coverage";
+  const std::string name(PlacementName(target));
+  if (!PlacementBuilt(target)) {
+    cov.detail = StrFormat("target %s: this build has no %s device images (%s was not found when it was configured), "
+                           "so nothing can run on %s; use a build with them (README, \"Building with GPU support\")",
+                           name.c_str(), target == Placement::kCuda ? "CUDA" : "HIP",
+                           target == Placement::kCuda ? "nvcc" : "hipcc", name.c_str());
+    cov.problems.push_back(cov.detail);
+    return cov;
+  }
+  const gpu::ModuleImage* image = target == Placement::kCuda ? gpu::CudaModuleImage() : gpu::HipModuleImage();
+  size_t read = 0, native = 0, via_copy = 0, unused_copies = 0;
+  for (const TensorView& t : p.tensors()) {
+    if (t.is_decode_copy || t.rank < 2) continue;
+    ++read;
+    const bool copy = t.decode_copy >= 0;
+    if (GpuKernelSupport(t.type) == KernelSupport::kFast) {
+      ++native;
+      if (copy) ++unused_copies;
+    } else if (copy && GpuKernelSupport(p.tensors()[static_cast<size_t>(t.decode_copy)].type) == KernelSupport::kFast) {
+      ++via_copy;
+    } else if (cov.problems.size() < kMaxProblems) {
+      cov.problems.push_back(StrFormat("tensor '%s' has type %s, which has no %s kernel in this build and no decode "
+                                       "copy: strata-run --backend %s would refuse the pack (repack with "
+                                       "--decode-copies q8_0)",
+                                       std::string(t.name).c_str(), std::string(TypeName(t.type)).c_str(),
+                                       name.c_str(), name.c_str()));
+    }
+  }
+  cov.ok = cov.problems.empty();
+  std::string detail = StrFormat("target %s (device images %s, %s): %zu matrices and tables: %zu device kernel, %zu "
+                                 "Q8_0 decode copy",
+                                 name.c_str(), image->targets, image->compiler, read, native, via_copy);
+  if (unused_copies > 0)
+    detail += StrFormat("; %zu decode copies unused there (the device reads the originals)", unused_copies);
+  cov.detail = cov.ok ? detail : cov.problems.front();
+  return cov;
+}
+
 // Kernel coverage for the target: every tensor the runtime multiplies has a
 // kernel there (or a Q8_0 decode copy that has one), every row-lookup tensor
 // a dequantizer. On the CPU the build's kernel table at AVX2 (the baseline
@@ -50,15 +98,7 @@ std::string NameList(const std::vector<std::string>& names) {
 CheckResult CheckKernelCoverage(const Pack& p, Placement target) {
   CheckResult cov;
   cov.name = "kernel-coverage";
-  if (!PlacementBuilt(target)) {
-    cov.detail = StrFormat("target %s: this build has no GPU backend (no CUDA or HIP kernels at all), so no tensor can "
-                           "be placed on %s and coverage cannot hold; check --target cpu, or use a build with a %s "
-                           "backend",
-                           std::string(PlacementName(target)).c_str(), std::string(PlacementName(target)).c_str(),
-                           std::string(PlacementName(target)).c_str());
-    cov.problems.push_back(cov.detail);
-    return cov;
-  }
+  if (target != Placement::kCpu) return CheckDeviceKernelCoverage(p, target);
   const bool tied = p.hparams().tied_output;
   size_t matrices = 0, fast = 0, via_copy = 0, slow_count = 0;
   std::map<GgmlType, std::vector<std::string>> slow;

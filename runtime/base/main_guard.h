@@ -13,6 +13,7 @@ inline constexpr int kExitError = 1;        // bad input, failed check, I/O erro
 inline constexpr int kExitUsage = 2;        // bad command line
 inline constexpr int kExitUnsupported = 3;  // the build or the input asks for something not there
 inline constexpr int kExitInternal = 70;    // a bug in Strata
+inline constexpr int kExitDeviceLost = 75;  // the server's GPU context was lost while serving: restart it
 
 // Runs body(argc, argv) with the command line as UTF-8 (on Windows it is
 // rebuilt from the UTF-16 one) after the console is set up for UTF-8.

@@ -29,8 +29,8 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
                 "be had), off");
   auto* e = app.add_option_group("experts", "tiered experts (docs/experts-runtime.md)");
   e->add_option("--expert-device", f.expert_device,
-                "device tier for hot experts: none, or cpu (a simulated device in host RAM; this build has no GPU "
-                "backend)");
+                "device tier for hot experts: none, or cpu (a simulated device in host RAM; a GPU backend, "
+                "--backend cuda|hip, holds every expert on its device)");
   e->add_option("--expert-slots", f.expert_slots, "expert slots on the device: a number, or auto (as many as fit)");
   e->add_option("--expert-pinned", f.expert_pinned,
                 "slots pinned with the profile's hottest experts, never evicted (default 0: the profile fills every "

@@ -12,6 +12,7 @@
 #include "runtime/gpu/gpu_workspace.h"
 #include "runtime/gpu/images.h"
 #include "runtime/gpu/kernels/kernel_args.h"
+#include "runtime/model/kernel_coverage.h"
 
 namespace strata {
 
@@ -71,6 +72,8 @@ Placement GpuBackend::WeightPlacement() const {
   return kind_ == gpu::DeviceKind::kHip ? Placement::kHip : Placement::kCuda;
 }
 
+Status GpuBackend::Health() const { return device_ ? device_->poisoned() : Status::Ok(); }
+
 Status GpuBackend::Check(Status s) const {
   if (!s.ok()) return s;
   return device_->poisoned();
@@ -78,7 +81,7 @@ Status GpuBackend::Check(Status s) const {
 
 // --- the memory plan ------------------------------------------------------------
 
-bool GpuBackend::CanMultiply(GgmlType type) const { return gpu::KernelTable::CoversType(type); }
+bool GpuBackend::CanMultiply(GgmlType type) const { return GpuKernelSupport(type) == KernelSupport::kFast; }
 
 uint64_t GpuBackend::DeviceFreeBytes() const {
   uint64_t free = 0, total = 0;
@@ -216,10 +219,25 @@ uint64_t GpuBackend::ResidentWeightBytes(const Model& model) const {
   return bytes;
 }
 
-Status GpuBackend::Bind(const Model& model) {
-  STRATA_RETURN_IF_ERROR(NeedDevice());
+void GpuBackend::ReleaseWeights() {
   for (DevicePtr p : weights_)
     if (p) device_->Free(p);
+  weights_.clear();
+  bound_begin_ = nullptr;
+  bound_count_ = 0;
+}
+
+// All or nothing: a failure (a tensor the kernels cannot read, an allocation
+// or a copy that fails) frees what was uploaded so far.
+Status GpuBackend::Bind(const Model& model) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
+  ReleaseWeights();
+  Status s = BindWeights(model);
+  if (!s.ok()) ReleaseWeights();
+  return s;
+}
+
+Status GpuBackend::BindWeights(const Model& model) {
   weights_.assign(model.tensors().size(), 0);
   bound_begin_ = model.tensors().data();
   bound_count_ = model.tensors().size();
@@ -241,7 +259,7 @@ Status GpuBackend::Bind(const Model& model) {
                                  "used",
                                  hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
   for (const TensorView* t : ReadTensors(model)) {
-    if (t->rank >= 2 && !gpu::KernelTable::CoversType(t->type))
+    if (t->rank >= 2 && GpuKernelSupport(t->type) != KernelSupport::kFast)
       return Unsupported(StrFormat("tensor '%s' is %s, which the GPU kernels cannot read; repack with "
                                    "--decode-copies q8_0 (strata-pack) to give it a Q8_0 copy",
                                    std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str()));

@@ -36,6 +36,7 @@ class GpuBackend : public Backend {
 
   std::string name() const override;
   std::vector<std::string> Notes() const override;
+  Status Health() const override;  // the device's context: poisoned or not
   // REQUIRES: not a planning backend.
   gpu::Device& device() { return *device_; }
   gpu::DeviceKind kind() const { return kind_; }
@@ -103,6 +104,8 @@ class GpuBackend : public Backend {
   gpu::Launcher L() const { return {device_.get(), stream_, &kernels_}; }
   // Checks the device after an op: a poisoned context fails the op.
   Status Check(Status s) const;
+  Status BindWeights(const Model& model);  // Bind's work; Bind undoes it on failure
+  void ReleaseWeights();
   // y = W x for the pass's n rows (or `n` given), taking quantized
   // activations from the workspace.
   Status Product(const TensorView* w, gpu::DevicePtr x, int64_t n, gpu::DevicePtr y);

@@ -45,7 +45,8 @@ Status ChooseTierDevice(const Model& model, const RunMemoryOptions& o, const Run
   if (o.expert_device == "none") return Status::Ok();
   if (o.expert_device != "cpu")
     return InvalidArgument("--expert-device '" + Printable(o.expert_device) +
-                           "': expected none or cpu (this build has no GPU backend)");
+                           "': expected none or cpu (a simulated device in host RAM; a GPU backend, --backend "
+                           "cuda|hip, holds every expert on its device)");
   if (model.hp().n_expert == 0)
     return InvalidArgument("--expert-device: the model has no routed experts (" + std::string(ArchName(model.arch())) +
                            ")");
@@ -68,8 +69,8 @@ Status SetDeviceBudgets(const Backend& backend, const RunMemoryOptions& o, PlanI
   if (in->tier.backend) used.insert(in->tier.place.device);
   for (const auto& [dev, bytes] : o.vram_budgets) {
     if (!used.count(dev))
-      return InvalidArgument(StrFormat("--vram-budget %d=%s: there is no device %d (this build has no GPU backend; "
-                                       "--expert-device cpu simulates device 0)",
+      return InvalidArgument(StrFormat("--vram-budget %d=%s: this run uses no device %d (--backend cuda|hip "
+                                       "runs on device 0; --expert-device cpu simulates device 0)",
                                        dev, HumanBytes(bytes).c_str(), dev));
     in->devices[dev] = Budget{bytes, "--vram-budget " + HumanBytes(bytes)};
   }

@@ -90,6 +90,12 @@ class Backend {
   virtual uint64_t SyncWaitNs() const { return 0; }
   // Things a user should know once at start (e.g. types without a fast kernel).
   virtual std::vector<std::string> Notes() const { return {}; }
+  // Ok while the backend can run passes. An error once it never can again:
+  // a GPU whose context an illegal address poisoned (every op fails from
+  // then on, and only a new process gets a new context). A pass that fails
+  // with Health() ok was one failure; the next pass may succeed. The server
+  // asks after a failed step: unhealthy, it stops taking work and exits.
+  virtual Status Health() const { return Status::Ok(); }
 
   // --- memory ---------------------------------------------------------------
   // `bytes` of backend memory, zeroed. Errors: kResourceExhausted naming `what`.

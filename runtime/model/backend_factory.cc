@@ -202,8 +202,12 @@ Result<size_t> ApplyDecodeCopies(Model& model, std::string_view policy, const Ba
   if (kind.one_path_for_every_type && p == DecodeCopyPolicy::kAuto) p = DecodeCopyPolicy::kNative;
   // Keyed by placement: each tensor asks the kernels of where it runs.
   const Placement placement = kind.weights;
+  // A GPU asks its kernels (the same source for every device, the software
+  // GPU's included), whether or not this build embeds a device image.
   return model.UseDecodeCopies(p, [placement, isa](const TensorView& t) {
-    return KernelSupportAt(placement, t.type, isa) == KernelSupport::kFast;
+    const KernelSupport s =
+        placement == Placement::kCpu ? KernelSupportAt(placement, t.type, isa) : GpuKernelSupport(t.type);
+    return s == KernelSupport::kFast;
   });
 }
 

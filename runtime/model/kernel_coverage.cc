@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "runtime/gpu/images.h"
+#include "runtime/gpu/kernel_table.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/vec_dot.h"
 
@@ -35,10 +37,24 @@ Result<Placement> ParsePlacement(std::string_view name) {
   return InvalidArgument("target '" + std::string(name) + "': expected cpu, cuda or hip");
 }
 
-bool PlacementBuilt(Placement p) { return p == Placement::kCpu; }
+bool PlacementBuilt(Placement p) {
+  switch (p) {
+    case Placement::kCpu: return true;
+    case Placement::kCuda: return gpu::CudaModuleImage() != nullptr;
+    case Placement::kHip: return gpu::HipModuleImage() != nullptr;
+  }
+  return false;
+}
+
+KernelSupport GpuKernelSupport(GgmlType type) {
+  const std::vector<GgmlType>& hook = KernelLessTypes();
+  if (std::find(hook.begin(), hook.end(), type) != hook.end()) return KernelSupport::kNone;
+  return gpu::KernelTable::CoversType(type) ? KernelSupport::kFast : KernelSupport::kNone;
+}
 
 KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa) {
-  return p == Placement::kCpu ? CpuKernelSupport(type, isa) : KernelSupport::kNone;
+  if (p == Placement::kCpu) return CpuKernelSupport(type, isa);
+  return PlacementBuilt(p) ? GpuKernelSupport(type) : KernelSupport::kNone;
 }
 
 std::string_view KernelSupportName(KernelSupport s) {

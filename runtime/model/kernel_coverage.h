@@ -4,9 +4,12 @@
 // validator (strata-validate --target) and strata-run (which tensors read
 // their Q8_0 decode copies). docs/experts.md explains the rules.
 //
-// Placements: the CPU (always built) and GPUs (CUDA, HIP), for which this
-// build has no backend at all: nothing can be placed there, and a check for
-// them says so instead of pretending.
+// Placements: the CPU (always built) and GPUs (CUDA, HIP), built when this
+// build embeds that device's images (runtime/gpu/images.h; the configure step
+// says which). A GPU has one kernel source for every type (runtime/gpu/
+// kernels): a type is kFast there when the device kernels cover it, else
+// kNone (there is no slow scalar path on a device). A check for a GPU this
+// build has no images for says so instead of pretending.
 //
 // On the CPU a type is
 //   kFast  a SIMD kernel exists at the ISA level asked about (gemm.h tables);
@@ -32,7 +35,8 @@ enum class Placement : uint8_t { kCpu = 0, kCuda = 1, kHip = 2 };
 std::string_view PlacementName(Placement p);  // "cpu", "cuda", "hip"
 // Parses "cpu", "cuda" or "hip" (case-insensitive).
 Result<Placement> ParsePlacement(std::string_view name);
-// True when this build has a backend for the placement (the CPU only).
+// True when this build can run on the placement: the CPU always; CUDA or HIP
+// when this build embeds that device's module image.
 bool PlacementBuilt(Placement p);
 
 inline constexpr IsaLevel kBaselineServingIsa = IsaLevel::kAvx2;
@@ -47,6 +51,9 @@ std::string_view KernelSupportName(KernelSupport s);  // "none", "slow", "fast"
 
 // What the CPU backend has for `type` at `isa` in this build.
 KernelSupport CpuKernelSupport(GgmlType type, IsaLevel isa = kBaselineServingIsa);
+// What the GPU kernels have for `type` (the same on CUDA and HIP: kFast or
+// kNone), whether or not this build embeds a device image.
+KernelSupport GpuKernelSupport(GgmlType type);
 // What a placement's backend has for `type` (the CPU's at `isa`; kNone where
 // this build has no backend for the placement).
 KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa = kBaselineServingIsa);
@@ -58,7 +65,7 @@ bool IsMultipliedOnCpu(TensorRole role, uint32_t rank, bool tied_output);
 // Routed expert tensors (ffn_{gate,up,down}_exps).
 bool IsRoutedExpertRole(TensorRole role);
 
-// Test hook: makes CpuKernelSupport report kNone for these types (as if this
+// Test hook: makes CpuKernelSupport and GpuKernelSupport report kNone for these types (as if this
 // build had no kernel for them) while the object lives. Not thread-safe;
 // one at a time. Only tests use it; nothing in the programs does.
 class ScopedKernelLessTypesForTesting {

@@ -33,6 +33,10 @@ ApiError Busy(std::string message) { return {503, "unavailable_error", "server_b
 
 ApiError Loading() { return {503, "unavailable_error", "model_loading", "Loading model", ""}; }
 
+ApiError DeviceLost(std::string message) {
+  return {503, "unavailable_error", "device_lost", std::move(message), ""};
+}
+
 ApiError ServerError(std::string message) { return {500, "server_error", "internal_error", std::move(message), ""}; }
 
 std::string Dump(const nlohmann::ordered_json& j) {

@@ -28,6 +28,7 @@ ApiError NotFoundError(std::string message);
 ApiError PayloadTooLarge(size_t limit);
 ApiError Busy(std::string message);           // 503, "server_busy"
 ApiError Loading();                           // 503, "model_loading"
+ApiError DeviceLost(std::string message);     // 503, "device_lost": the server is stopping
 ApiError ServerError(std::string message);    // 500
 
 // JSON text for the wire (keys in the order built: "id" first, as OpenAI's):

@@ -627,6 +627,8 @@ void ApiServer::HandlePage(const HttpRequest&, HttpResponse& res) {
 // GET /health, /v1/health.
 void ApiServer::HandleHealth(const HttpRequest&, HttpResponse& res) {
   if (!ready()) return SendError(res, Loading());
+  if (Status h = ready()->scheduler->Health(); !h.ok())
+    return SendError(res, DeviceLost("the server's device is lost (" + h.message() + "); it is stopping"));
   SendJson(res, 200, {{"status", "ok"}});
 }
 

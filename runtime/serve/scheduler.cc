@@ -170,6 +170,11 @@ Result<std::shared_ptr<Job>> Scheduler::Submit(GenerationRequest request, ApiErr
 Result<std::vector<std::shared_ptr<Job>>> Scheduler::SubmitAll(std::vector<GenerationRequest> requests,
                                                                ApiError* rejection) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!lost_.ok()) {
+    ++metrics_.requests_rejected_total;
+    *rejection = Busy("the server's device is lost (" + lost_.message() + "): it takes no more work and is stopping");
+    return FailedPrecondition(rejection->message);
+  }
   if (draining_ || stop_) {
     ++metrics_.requests_rejected_total;
     *rejection = Busy("the server is shutting down");
@@ -245,6 +250,31 @@ SchedulerMetrics Scheduler::Metrics() const {
   return metrics_;
 }
 
+Status Scheduler::Health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_;
+}
+
+void Scheduler::CheckBackendHealth() {
+  Status health = backend_.Health();
+  if (health.ok()) return;
+  std::deque<std::shared_ptr<Job>> refused;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lost_.ok()) return;
+    lost_ = health;
+    draining_ = true;
+    refused.swap(queue_);
+    metrics_.requests_deferred = 0;
+    metrics_.requests_rejected_total += refused.size();
+  }
+  std::fprintf(stderr, "strata serve: error: the backend is lost (%s): its requests end with 500, %zu queued with "
+               "503; no more work is taken\n", health.message().c_str(), refused.size());
+  for (auto& job : refused)
+    job->Fail(Busy("the server's device is lost (" + health.message() + "): it takes no more work and is stopping"),
+              {});
+}
+
 bool Scheduler::HasWorkLocked() const {
   return active_ > 0 || purge_ || (!queue_.empty() && active_ < options_.parallel);
 }
@@ -274,6 +304,7 @@ void Scheduler::Loop() {
 void Scheduler::FailRunning(const std::string& what) noexcept {
   std::fprintf(stderr, "strata serve: error: a step failed: %s; its requests end with 500\n", what.c_str());
   try {
+    CheckBackendHealth();
     ApiError e = ServerError(what);
     for (auto& s : slots_) {
       if (s->phase == Slot::Phase::kIdle || !s->job) continue;
@@ -441,6 +472,7 @@ void Scheduler::Step() {
   if (!st.ok()) {
     std::fprintf(stderr, "strata serve: error: forward pass over %zu sequences failed: %s\n", batch.size(),
                  st.message().c_str());
+    CheckBackendHealth();  // before the 500s: a client that got one sees /health say so
     ApiError e = ServerError("the forward pass failed: " + st.message());
     for (Entry& en : entries) {
       Slot& s = *en.slot;

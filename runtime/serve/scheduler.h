@@ -127,6 +127,11 @@ class Scheduler {
   void CancelAll();
 
   SchedulerMetrics Metrics() const;
+  // Ok while the backend can run passes. After a step failed and the backend
+  // reported itself lost (Backend::Health: a poisoned GPU context), that
+  // error: the scheduler has refused every queued request (503) and refuses
+  // new ones; the server reports it on /health and exits.
+  Status Health() const;
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -142,6 +147,8 @@ class Scheduler {
   void Step();
   // Ends every running request with a 500 (the exception barrier of Loop).
   void FailRunning(const std::string& what) noexcept;
+  // After a failed step: when the backend is lost, stop taking work.
+  void CheckBackendHealth();
   void Emit(Slot& slot, std::span<const float> logits);
   void FinishSlot(Slot& slot, FinishReason reason, const ApiError* error);
 
@@ -163,6 +170,7 @@ class Scheduler {
   bool cancel_all_ = false;
   bool stop_ = false;
   bool purge_ = false;               // a queued job was cancelled
+  Status lost_ = Status::Ok();       // the backend's Health() after a failed step
   uint64_t next_id_ = 1;
   SchedulerMetrics metrics_;
   std::thread thread_;

@@ -37,6 +37,9 @@ namespace strata::serve {
 namespace {
 
 
+// After the device is lost, how long /health answers 503 before the exit.
+constexpr int kDeviceLostLingerMs = 2000;
+
 std::atomic<int> g_signals{0};  // lock-free: safe to touch in a signal handler
 
 extern "C" void OnStopSignal(int) { g_signals.fetch_add(1); }
@@ -319,7 +322,20 @@ int Serve(const ServeOptions& options) {
                sm.backend.c_str(), loaded.backend->threads(), so.queue_limit,
                o.api_key.empty() ? "no API key" : "API key required");
 
-  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (g_signals.load() == 0 && (*scheduler)->Health().ok())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (Status lost = (*scheduler)->Health(); !lost.ok()) {
+    // A poisoned device context stays poisoned: only a new process gets a
+    // new one. /health answers 503 for a while (so a balancer sees it), then
+    // the server stops as on a signal and exits 75 for its supervisor.
+    std::fprintf(stderr, "strata serve: error: the device is lost (%s); /health answers 503 for %.0f s, then the "
+                 "server exits %d so that its supervisor restarts it\n", lost.message().c_str(),
+                 kDeviceLostLingerMs / 1000.0, kExitDeviceLost);
+    for (int ms = kDeviceLostLingerMs; ms > 0 && g_signals.load() == 0; ms -= 50)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    DrainAndReport(**scheduler, api, o, memory, stop_http);
+    return kExitDeviceLost;
+  }
   DrainAndReport(**scheduler, api, o, memory, stop_http);
   return kExitOk;
 }
