@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,10 @@ std::unique_ptr<GpuBackend> SoftwareGpuBackend(const Model& m, uint32_t warp = 3
 }
 
 double NormalizedError(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return INFINITY;
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
   double ss = 0, mx = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
     ss += static_cast<double>(want[i]) * static_cast<double>(want[i]);
     mx = std::max(mx, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
   }

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <string>
@@ -142,7 +143,7 @@ double NormalizedError(const std::vector<float>& got, const std::vector<double>&
   for (size_t i = 0; i < want.size(); ++i) {
     ss += want[i] * want[i];
     mx = std::max(mx, std::abs(static_cast<double>(got[i]) - want[i]));
-    if (!std::isfinite(got[i])) return INFINITY;
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
   }
   return mx / (std::sqrt(ss / static_cast<double>(want.size())) + 1e-30);
 }

@@ -35,6 +35,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <random>
 #include <string>
@@ -54,10 +55,10 @@ namespace {
 using R = TensorRole;
 
 double NormalizedError(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size() || want.empty()) return INFINITY;
+  if (got.size() != want.size() || want.empty()) return std::numeric_limits<double>::infinity();
   double ss = 0, mx = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
     ss += static_cast<double>(want[i]) * static_cast<double>(want[i]);
     mx = std::max(mx, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
   }

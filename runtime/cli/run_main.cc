@@ -213,17 +213,24 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
                       100.0 * sync / decode_seconds);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
+  // The device's copy bandwidth, measured now, beside what decode read.
+  auto copy = backend.DeviceCopyGBs();
+  if (!copy.ok()) return Fail(copy.status().WithContext("measuring the device's copy bandwidth"));
+  const double decode_gb_s = Median(tg) * mb_per_token / 1e3;
+  if (*copy > 0)
+    std::fprintf(stderr, "  device copy bandwidth %.1f GB/s (read + write, a copy within device memory); decode read "
+                 "the weights at %.1f GB/s, %.0f%% of it\n", *copy, decode_gb_s, 100.0 * decode_gb_s / *copy);
   std::printf("{\"arch\": \"%s\", \"threads\": %d, \"backend\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, "
               "\"depth\": %lld, "
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
               "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f, "
               "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f, \"resident_weight_bytes\": %llu, "
-              "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f}\n",
+              "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f, \"device_copy_gb_s\": %.1f}\n",
               std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
               static_cast<long long>(n_prompt), static_cast<long long>(n_gen), static_cast<long long>(o.bench_depth),
               o.bench_reps, Median(pp), *pmin, *pmax,
-              Median(tg), *gmin, *gmax, mb_per_token, Median(tg) * mb_per_token / 1e3,
-              static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out);
+              Median(tg), *gmin, *gmax, mb_per_token, decode_gb_s,
+              static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out, *copy);
   return kExitOk;
 }
 

@@ -74,6 +74,50 @@ Placement GpuBackend::WeightPlacement() const {
 
 Status GpuBackend::Health() const { return device_ ? device_->poisoned() : Status::Ok(); }
 
+// 5 timed copies of min(512 MiB, a quarter of the free memory) after one
+// untimed, between two buffers; events around each.
+Result<double> GpuBackend::DeviceCopyGBs() {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
+  uint64_t free = 0, total = 0;
+  STRATA_RETURN_IF_ERROR(device_->MemoryInfo(&free, &total));
+  const uint64_t limit = device_->info().kind == gpu::DeviceKind::kSoftware ? (64ull << 20) : (512ull << 20);
+  const uint64_t bytes = std::min<uint64_t>(limit, free / 4) & ~uint64_t{255};
+  if (bytes < (1u << 20)) return 0.0;
+  STRATA_ASSIGN_OR_RETURN(DevicePtr a, device_->Allocate(bytes, "copy bandwidth (source)"));
+  auto b = device_->Allocate(bytes, "copy bandwidth (destination)");
+  if (!b.ok()) {
+    device_->Free(a);
+    return b.status();
+  }
+  auto start = device_->CreateEvent();
+  auto end = device_->CreateEvent();
+  std::vector<double> gbs;
+  Status s = start.ok() ? end.status() : start.status();
+  if (s.ok()) s = device_->Fill(a, 1, bytes, stream_);
+  if (s.ok()) s = device_->CopyOnDevice(*b, a, bytes, stream_);  // untimed: first touch
+  for (int rep = 0; rep < 5 && s.ok(); ++rep) {
+    s = device_->Record(*start, stream_);
+    if (s.ok()) s = device_->CopyOnDevice(*b, a, bytes, stream_);
+    if (s.ok()) s = device_->Record(*end, stream_);
+    if (s.ok()) s = device_->EventSynchronize(*end);
+    if (!s.ok()) break;
+    auto ms = device_->ElapsedMs(*start, *end);
+    if (!ms.ok()) {
+      s = ms.status();
+      break;
+    }
+    if (*ms > 0) gbs.push_back(2.0 * static_cast<double>(bytes) / (static_cast<double>(*ms) * 1e6));
+  }
+  if (start.ok()) device_->DestroyEvent(*start);
+  if (end.ok()) device_->DestroyEvent(*end);
+  device_->Free(*b);
+  device_->Free(a);
+  STRATA_RETURN_IF_ERROR(Check(s));
+  if (gbs.empty()) return 0.0;
+  std::sort(gbs.begin(), gbs.end());
+  return gbs[gbs.size() / 2];
+}
+
 Status GpuBackend::Check(Status s) const {
   if (!s.ok()) return s;
   return device_->poisoned();

@@ -37,6 +37,7 @@ class GpuBackend : public Backend {
   std::string name() const override;
   std::vector<std::string> Notes() const override;
   Status Health() const override;  // the device's context: poisoned or not
+  Result<double> DeviceCopyGBs() override;
   // REQUIRES: not a planning backend.
   gpu::Device& device() { return *device_; }
   gpu::DeviceKind kind() const { return kind_; }

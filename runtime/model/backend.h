@@ -96,6 +96,11 @@ class Backend {
   // with Health() ok was one failure; the next pass may succeed. The server
   // asks after a failed step: unhealthy, it stops taking work and exits.
   virtual Status Health() const { return Status::Ok(); }
+  // A device's memory bandwidth, for --bench: bytes read plus bytes written
+  // per second (GB/s) by a copy within device memory, the median of a few;
+  // what a decode step that reads every weight once can approach. 0: not
+  // measured (the CPU backends).
+  virtual Result<double> DeviceCopyGBs() { return 0.0; }
 
   // --- memory ---------------------------------------------------------------
   // `bytes` of backend memory, zeroed. Errors: kResourceExhausted naming `what`.

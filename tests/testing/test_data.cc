@@ -33,7 +33,10 @@ void RemoveScratch() {
 
 std::string ScratchDir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path p = fs::path(STRATA_BINARY_DIR) / "test-scratch" / (name + "-" + std::to_string(ProcessId()));
+  // STRATA_SCRATCH_DIR: elsewhere than the build tree (a copied build, scripts/device-check.sh).
+  const char* root = std::getenv("STRATA_SCRATCH_DIR");
+  fs::path p = (root && *root ? fs::path(root) : fs::path(STRATA_BINARY_DIR) / "test-scratch") /
+               (name + "-" + std::to_string(ProcessId()));
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
