@@ -28,8 +28,11 @@
 #       DIR/results) gets one log per step and summary.md. Meant to finish
 #       within 8 minutes on an H200.
 #
-#   STRATA_DEVICE_CHECK_DRY=1 bash scripts/device-check.sh run device-check
-#       The same steps here on the software GPU (STRATA_TEST_DEVICE=software,
+#   STRATA_DEVICE_BUILD_DIR=build STRATA_DEVICE_CHECK_SKIP_BUILD=1 \
+#     bash scripts/device-check.sh prepare /tmp/dc
+#   STRATA_DEVICE_CHECK_DRY=1 bash /tmp/dc/device-check.sh run /tmp/dc
+#       Gathers from an existing build (any images; no size limit), then the
+#       same steps here on the software GPU (STRATA_TEST_DEVICE=software,
 #       --backend software-gpu, tiny shapes, no compute-sanitizer): checks the
 #       script, not a GPU.
 set -euo pipefail
@@ -40,11 +43,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 prepare() {
   local dir=${1:-device-check} build=${STRATA_DEVICE_BUILD_DIR:-build-device}
   cd "$here/.."
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_BENCH=OFF \
-    -DSTRATA_CUDA=ON -DSTRATA_CUDA_ARCHS=90 -DSTRATA_CUDA_PTX= -DSTRATA_HIP=OFF \
-    -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc"
   local targets=(strata-run strata-pack strata-make-gguf gpu_ops_test gpu_matmul_test conformance_test)
-  cmake --build "$build" --target "${targets[@]}"
+  # STRATA_DEVICE_CHECK_SKIP_BUILD=1: gather from an existing build (a dry run of the gathering).
+  if [[ "${STRATA_DEVICE_CHECK_SKIP_BUILD:-0}" != 1 ]]; then
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_BENCH=OFF \
+      -DSTRATA_CUDA=ON -DSTRATA_CUDA_ARCHS=90 -DSTRATA_CUDA_PTX= -DSTRATA_HIP=OFF \
+      -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc"
+    cmake --build "$build" --target "${targets[@]}"
+  fi
   rm -rf "$dir"
   mkdir -p "$dir/bin" "$dir/lib" "$dir/data/conformance"
   local t f
@@ -74,7 +80,7 @@ prepare() {
   bytes=$(du -sb "$dir" | cut -f1)
   echo "device-check: $dir holds $(( bytes >> 20 )) MiB:"
   du -sh "$dir"/bin/* "$dir"/lib "$dir"/data
-  if (( bytes > 60 << 20 )); then
+  if (( bytes > 60 << 20 )) && [[ "${STRATA_DEVICE_CHECK_SKIP_BUILD:-0}" != 1 ]]; then
     echo "device-check: $dir is over 60 MiB: the device tool carries 64 MiB in all" >&2
     exit 1
   fi
@@ -136,22 +142,25 @@ run_checks() {
     step racecheck 150 "$sanitizer" --tool racecheck --error-exitcode 9 "$bin/gpu_ops_test" --gtest_filter="$subset"
   fi
   # 3. The conformance fixtures carried, on the device.
-  step conformance 120 "$bin/conformance_test" \
-    --gtest_filter='Fixtures/Conformance.GpuBackendMatchesNativeWithinTheFastPathTolerance/*'"$(
-      for f in "$dir"/data/conformance/*.prompt.json; do n=$(basename "$f" .prompt.json); printf ':*/%s' "${n//[-.]/_}"; done)"
+  local filter="" f n
+  for f in "$dir"/data/conformance/*.prompt.json; do
+    n=$(basename "$f" .prompt.json)
+    filter+="${filter:+:}Fixtures/Conformance.GpuBackendMatchesNativeWithinTheFastPathTolerance/${n//[-.]/_}"
+  done
+  step conformance 120 "$bin/conformance_test" --gtest_filter="$filter"
   # 4. Speed on real shapes, with the copy bandwidth of the same run.
-  local preset layers pp_long=4096 reps=3
+  local preset layers pp_short=512 pp_long=4096 reps=3
   for preset in qwen3-30b-a3b qwen36-35b-a3b; do
     local arch=qwen3moe
     [[ "$preset" == qwen36-35b-a3b ]] && arch=qwen35moe
     layers=12
     local make=(--arch "$arch" --preset "$preset" --layers "$layers" --mix q4_k_m)
-    if [[ "$dry" == 1 ]]; then make=(--arch "$arch" --preset tiny --type Q4_K); pp_long=64; reps=1; fi
+    if [[ "$dry" == 1 ]]; then make=(--arch "$arch" --preset tiny --type Q4_K); pp_short=16; pp_long=64; reps=1; fi
     step "make-$preset" 180 bash -c "'$bin/strata-make-gguf' ${make[*]} -o '$work/$preset.gguf' &&
       '$bin/strata-pack' '$work/$preset.gguf' -o '$work/$preset.strata' --no-profile --no-probe &&
       rm -f '$work/$preset.gguf'"
-    step "bench-$preset-pp512" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
-      -p 512 -n 64 --bench-reps "$reps"
+    step "bench-$preset-pp$pp_short" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
+      -p "$pp_short" -n 64 --bench-reps "$reps"
     step "bench-$preset-pp$pp_long" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
       -p "$pp_long" -n 16 --bench-reps "$reps"
     rm -f "$work/$preset.strata"

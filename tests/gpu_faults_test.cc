@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -97,8 +98,18 @@ const Clean& CleanRun() {
   return *clean;
 }
 
-// The sanitizer build tries every 4th fault point, the others every one.
-uint32_t Stride() { return testing::TestMatrix() == testing::GpuTestMatrix::kFull ? 1 : 4; }
+// Which fault points run: every one in the optimized build, every 4th under
+// the sanitizers, every 16th under Wine (tests/testing/gpu_test_device.h).
+uint32_t Stride() {
+  switch (testing::TestMatrix()) {
+    case testing::GpuTestMatrix::kFull: return 1;
+    case testing::GpuTestMatrix::kTails: return 4;
+    case testing::GpuTestMatrix::kSmoke: return 16;
+  }
+  return 1;
+}
+// At least this many points fired, of `full` in the optimized build.
+uint32_t AtLeast(uint32_t full) { return std::max<uint32_t>(1, full / Stride()); }
 
 TEST(GpuFaults, EachAllocationOfBindFailsCleanlyAndFreesWhatItTook) {
   const Model& m = TinyMoe();
@@ -127,7 +138,7 @@ TEST(GpuFaults, EachAllocationOfBindFailsCleanlyAndFreesWhatItTook) {
     EXPECT_EQ(*logits, clean.logits);
     EXPECT_EQ(FreeBytes(*be), clean.free_after);
   }
-  EXPECT_GE(fired, 5u);  // one per tensor of the model, at least
+  EXPECT_GE(fired, AtLeast(20));  // one per tensor of the model
 }
 
 TEST(GpuFaults, EachAllocationOfAStateAndAPassFailsCleanly) {
@@ -154,7 +165,7 @@ TEST(GpuFaults, EachAllocationOfAStateAndAPassFailsCleanly) {
     EXPECT_EQ(*again, clean.logits);
     EXPECT_EQ(FreeBytes(*be), clean.free_after) << "the failed run left device memory behind";
   }
-  EXPECT_GE(fired, 2u);  // the KV cache at least
+  EXPECT_GE(fired, AtLeast(2));  // the KV cache and the workspace, at least
 }
 
 // Launches and copies fail at points spread over the run (every one would
@@ -185,7 +196,7 @@ TEST(GpuFaults, ALaunchOrCopyFailsOnePassAndTheDeviceGoesOn) {
       EXPECT_EQ(*again, clean.logits);
       EXPECT_EQ(FreeBytes(*be), clean.free_after);
     }
-    EXPECT_GE(fired, 5u) << FaultSiteName(site);
+    EXPECT_GE(fired, site == FaultSite::kGpuLaunch ? 5u : AtLeast(5)) << FaultSiteName(site);
   }
 }
 
