@@ -431,6 +431,14 @@ TEST(Qwen3Dense, PacksValidatesAndTheFastPathMatchesTheReferencePath) {
       auto cuda = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "--backend", "cuda"});
       EXPECT_EQ(cuda.exit_code, 3) << cuda.err;
       EXPECT_THAT(cuda.err, ::testing::HasSubstr("--backend cuda: "));
+      if (!gpu::OpenHipDevice(0).ok()) {  // no GPU at all (CI, Wine): auto says why, once, and runs on the CPU
+        auto dflt = testing::RunProgram("strata-run", {pack, "--tokens", "1,2", "-n", "2", "--print-ids"});
+        EXPECT_EQ(dflt.exit_code, 0) << dflt.err;
+        const size_t at = dflt.err.find("no GPU to run on (");
+        EXPECT_NE(at, std::string::npos) << dflt.err;
+        EXPECT_EQ(dflt.err.find("no GPU to run on (", at + 1), std::string::npos) << "said more than once: " << dflt.err;
+        EXPECT_THAT(dflt.err, ::testing::HasSubstr("running on the CPU"));
+      }
     }
     ASSERT_EQ(logits[0].size(), logits[1].size());
     ASSERT_GE(logits[0].size(), prompt.size() * kVocab);
