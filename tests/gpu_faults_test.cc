@@ -200,6 +200,52 @@ TEST(GpuFaults, ALaunchOrCopyFailsOnePassAndTheDeviceGoesOn) {
   }
 }
 
+// Decode steps through a planned workspace are captured and replayed as
+// graphs (GpuBackend's decode graphs): a launch that fails inside a capture
+// or a replay fails that step only; the backend goes on, to the same logits.
+TEST(GpuFaults, ALaunchFailingInACapturedOrReplayedDecodeStepFailsThatStepOnly) {
+  const Model& m = TinyMoe();
+  auto decode = [&](GpuBackend& be) -> Result<std::vector<float>> {
+    STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(be, m.hp(), 64));
+    STRATA_ASSIGN_OR_RETURN(Workspace ws, be.CreateWorkspace(be.WorkspaceBytes(m, PassShape{8, 64, 1}), "workspace"));
+    ForwardOptions fo;
+    fo.workspace = &ws;
+    std::vector<float> all, logits;
+    const std::vector<int32_t> prompt = {3, 5, 7, 9};
+    STRATA_RETURN_IF_ERROR(Forward(m, be, st, prompt, fo, &logits));
+    for (int i = 0; i < 6; ++i) {
+      const int32_t t = static_cast<int32_t>((i * 7 + 1) % m.hp().n_vocab);
+      STRATA_RETURN_IF_ERROR(Forward(m, be, st, std::span(&t, 1), fo, &logits));
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+  };
+  auto clean_be = Bound(m);
+  auto clean = decode(*clean_be);
+  ASSERT_TRUE(clean.ok()) << clean.status().message();
+  ASSERT_EQ(clean_be->graph_counts().captures, 1u);  // the 2nd decode step
+  ASSERT_EQ(clean_be->graph_counts().replays, 4u);
+  uint32_t fired = 0;
+  for (uint32_t skip = 0;; skip = skip * 2 + 5 + Stride()) {
+    ASSERT_LT(skip, 1u << 20) << "the run never finished without the fault";
+    SCOPED_TRACE("gpu-launch fails at call " + std::to_string(skip));
+    auto be = Bound(m);
+    ArmFault(FaultSite::kGpuLaunch, skip);
+    auto got = decode(*be);
+    DisarmAllFaults();
+    if (got.ok()) {
+      EXPECT_EQ(*got, *clean);
+      break;
+    }
+    ++fired;
+    EXPECT_THAT(got.status().message(), HasSubstr("injected fault (gpu-launch)"));
+    auto again = decode(*be);
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_EQ(*again, *clean);
+  }
+  EXPECT_GE(fired, 4u);
+}
+
 TEST(GpuFaults, APoisonedContextFailsEveryLaterPassAndSaysSo) {
   const Model& m = TinyMoe();
   for (uint32_t skip : {0u, 40u, 150u}) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -13,6 +14,7 @@
 #include "runtime/gpu/gpu_backend.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/forward.h"
+#include "tests/testing/gpu_test_device.h"
 #include "tests/testing/synthetic_pack.h"
 #include "tests/testing/test_data.h"
 
@@ -113,6 +115,68 @@ TEST_P(GpuForwardTest, MatchesTheReferenceBackend) {
     const double fast_err = NormalizedError(PromptThenDecode(m, *fast, KvType::kF32, DeltaNetMode::kChunked, 2), want);
     const double gpu_err = NormalizedError(PromptThenDecode(m, *gpu, KvType::kF32, DeltaNetMode::kChunked, 2), want);
     EXPECT_LE(gpu_err, float_weights ? 1e-4 : std::max(0.05, 1.5 * fast_err)) << "chunked delta-net";
+  }
+}
+
+// Decode graphs: a decode step's shape seen twice is captured, then
+// replayed; the same kernels in the same order give the same bits as
+// launching them one by one. Attention's decode splits change at 256 keys,
+// which makes a new graph; greedy (argmax) and full-logits steps are two
+// shapes. Both architectures and both modes in the optimized build; one of
+// each elsewhere (a 250-token prompt is slow on a sanitized software GPU).
+TEST(GpuDecodeGraphs, ReplaysGiveTheBitsOfDirectLaunches) {
+  const bool full = testing::TestMatrix() == testing::GpuTestMatrix::kFull;
+  for (Arch arch : {Arch::kQwen3Moe, Arch::kQwen35Moe}) {
+    if (!full && arch != Arch::kQwen35Moe) continue;
+    SCOPED_TRACE(std::string(ArchName(arch)));
+    auto opened = testing::MakeSyntheticPack(arch, testing::ScratchDir("gpu_graphs"), std::string(ArchName(arch)), 5);
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    const Model& m = *opened->model;
+    std::unique_ptr<GpuBackend> graphs = SoftwareGpuBackend(m);
+    std::unique_ptr<GpuBackend> direct = SoftwareGpuBackend(m);
+    direct->SetGraphs(false);
+    // Both through a planned workspace (the run's), as strata-run does.
+    auto run = [&](GpuBackend& be, bool greedy) {
+      auto st = SequenceState::Create(be, m.hp(), 300, KvType::kF16);
+      EXPECT_TRUE(st.ok()) << st.status().message();
+      auto ws = be.CreateWorkspace(be.WorkspaceBytes(m, PassShape{250, 300, 1}), "test workspace");
+      EXPECT_TRUE(ws.ok()) << ws.status().message();
+      std::vector<float> all, logits;
+      std::vector<int32_t> ids;
+      ForwardOptions fo;
+      fo.workspace = &*ws;
+      if (greedy) fo.argmax = &ids;
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 250; ++i) prompt.push_back((i * 37 + 11) % static_cast<int32_t>(m.hp().n_vocab));
+      Status s = Forward(m, be, *st, prompt, fo, &logits);
+      EXPECT_TRUE(s.ok()) << s.message();
+      int32_t next = 1;
+      for (int i = 0; i < 12; ++i) {  // positions 250-261: past 256 keys at the 7th step
+        s = Forward(m, be, *st, std::span(&next, 1), fo, &logits);
+        EXPECT_TRUE(s.ok()) << s.message();
+        if (greedy) {
+          all.push_back(static_cast<float>(ids.at(0)));
+          next = ids.at(0);
+        } else {
+          all.insert(all.end(), logits.begin(), logits.end());
+          next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
+      }
+      return all;
+    };
+    for (bool greedy : {false, true}) {
+      if (!full && !greedy) continue;
+      SCOPED_TRACE(greedy ? "greedy" : "logits");
+      const GpuBackend::GraphCounts before = graphs->graph_counts();
+      EXPECT_EQ(run(*graphs, greedy), run(*direct, greedy));
+      const GpuBackend::GraphCounts after = graphs->graph_counts();
+      // Steps 1-6 (splits 1): captured at the 2nd, replayed 4 times; steps
+      // 7-12 (splits 2): captured at the 8th, replayed 4 times.
+      EXPECT_EQ(after.captures - before.captures, 2u);
+      EXPECT_EQ(after.replays - before.replays, 8u);
+    }
+    EXPECT_EQ(direct->graph_counts().captures, 0u);
+    EXPECT_EQ(direct->graph_counts().replays, 0u);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "runtime/gpu/gpu_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -22,10 +23,13 @@ using R = TensorRole;
 GpuBackend::GpuBackend(std::unique_ptr<gpu::Device> device, gpu::DeviceKind kind)
     : device_(std::move(device)), kind_(kind), pass_(std::make_unique<PassState>()) {
   if (device_) ordinal_ = device_->info().ordinal;
+  const char* graphs = std::getenv("STRATA_GPU_GRAPHS");
+  graphs_on_ = !(graphs && std::string_view(graphs) == "0");
 }
 
 GpuBackend::~GpuBackend() {
   if (device_) {
+    DropGraph();
     for (const Block& b : blocks_)
       if (b.ptr) device_->Free(b.ptr);
     for (DevicePtr p : weights_)
@@ -275,6 +279,8 @@ void GpuBackend::ReleaseWeights() {
 // or a copy that fails) frees what was uploaded so far.
 Status GpuBackend::Bind(const Model& model) {
   STRATA_RETURN_IF_ERROR(NeedDevice());
+  DropGraph();
+  last_key_.reset();
   ReleaseWeights();
   Status s = BindWeights(model);
   if (!s.ok()) ReleaseWeights();
@@ -415,7 +421,22 @@ Status GpuBackend::BeginPass(const PassDesc& d) {
     for (DevicePtr& a : p.act) a = gpu::Take(*p.ws, static_cast<uint64_t>(p.n * E) * sizeof(float));
     if (!p.act[2]) st = p.ws->Exhausted("forward pass");
   }
-  if (st.ok()) {
+  // A decode shape seen in the pass before is captured; a captured one replays
+  // (the embedding and every op below are in the graph).
+  graph_mode_ = GraphMode::kOff;
+  std::optional<GraphKey> key = GraphKeyOf(d);
+  if (st.ok() && key) {
+    if (graph_ && *key == graph_key_) {
+      graph_mode_ = GraphMode::kReplay;
+    } else if (last_key_ && *last_key_ == *key && device_->BeginCapture(stream_).ok()) {
+      graph_mode_ = GraphMode::kCapture;
+    }
+  }
+  last_key_ = std::move(key);
+  if (st.ok() && graph_mode_ == GraphMode::kReplay) {
+    st = device_->LaunchGraph(graph_, stream_);
+    ++graph_counts_.replays;
+  } else if (st.ok()) {
     // Token embeddings.
     const TensorView* emb = d.model->Get(R::kTokenEmbd);
     auto w = Weight(emb);
@@ -457,13 +478,49 @@ Status GpuBackend::WriteAct(strata::Act a, const float* host) {
   return Status::Ok();
 }
 
+std::optional<GpuBackend::GraphKey> GpuBackend::GraphKeyOf(const PassDesc& d) const {
+  if (!graphs_on_ || !d.whole || !device_->info().graphs || !d.options) return std::nullopt;
+  if (d.options->observer || d.options->experts) return std::nullopt;  // host work inside the pass
+  if (d.n != static_cast<int64_t>(d.batch.size())) return std::nullopt;  // decode only: a token a sequence
+  GraphKey k;
+  // The workspace's memory, not the object: a pass's own workspace is a new
+  // object each time, and another memory at the same address holds the same layout.
+  k.workspace = reinterpret_cast<uintptr_t>(d.workspace->base());
+  k.capacity = d.workspace->capacity();
+  k.mark = d.workspace->mark();
+  k.model = d.model;
+  k.n = d.n;
+  k.n_rows = d.n_rows;
+  k.splits = d.model->hp().n_head > 0 ? gpu::AttentionShape::For(d.model->hp(), Mixer::kAttention, d.n, d.max_keys).splits
+                                      : 0;
+  k.argmax = d.options->argmax != nullptr;
+  k.delta_net = static_cast<int32_t>(d.options->delta_net);
+  for (const SequenceBatch& sb : d.batch) {
+    k.states.push_back(static_cast<uintptr_t>(Address(sb.state->storage)));
+    k.states.push_back(static_cast<uintptr_t>(sb.state->kv_type));
+  }
+  return k;
+}
+
+void GpuBackend::DropGraph() {
+  if (graph_) device_->DestroyGraph(graph_);
+  graph_ = nullptr;
+}
+
 void GpuBackend::EndPass() {
+  if (graph_mode_ == GraphMode::kCapture) {  // the pass failed before Logits ended the capture
+    auto g = device_->EndCapture(stream_);
+    if (g.ok()) device_->DestroyGraph(*g);
+    last_key_.reset();
+  }
+  graph_mode_ = GraphMode::kOff;
   if (pass_->ws) pass_->ws->Release(pass_->ws_mark);
   pass_->Reset();
   in_pass_ = false;
 }
 
 Status GpuBackend::RmsNorm(strata::Act src, const TensorView* weight, strata::Act dst) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   const PassState& p = *pass_;
   STRATA_ASSIGN_OR_RETURN(DevicePtr w, WeightVector(weight));
   gpu::RmsNormArgs a{};
@@ -477,6 +534,7 @@ Status GpuBackend::RmsNorm(strata::Act src, const TensorView* weight, strata::Ac
 }
 
 Status GpuBackend::Add(strata::Act dst, strata::Act src) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();
   const PassState& p = *pass_;
   gpu::AddArgs a{};
   a.x = gpu::AsPtr<float>(ActAddr(dst));
@@ -495,25 +553,41 @@ Status GpuBackend::Logits(const TensorView* norm, const TensorView& head, float*
   const DevicePtr xq = gpu::Take(*p.ws, gpu::QuantizedBytes(p.n_rows, E));
   const DevicePtr ids = gpu::Take(*p.ws, static_cast<uint64_t>(p.n_rows) * sizeof(int32_t));
   if (!ids) return p.ws->Exhausted("output head");
-  // The rows asked for, normed into kH's first rows.
-  gpu::RmsNormArgs a{};
-  a.x = gpu::AsPtr<const float>(ActAddr(strata::Act::kX));
-  a.w = gpu::AsPtr<const float>(nw);
-  a.y = gpu::AsPtr<float>(ActAddr(strata::Act::kH));
-  a.rows = p.tables.rows;
-  a.n = static_cast<int32_t>(p.n_rows);
-  a.cols = static_cast<int32_t>(E);
-  a.eps = p.hp->rms_eps;
-  STRATA_RETURN_IF_ERROR(L()(kernels_.rms_norm, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
-  STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), w, ActAddr(strata::Act::kH), p.n_rows, out, xq));
+  if (graph_mode_ != GraphMode::kReplay) {
+    // The rows asked for, normed into kH's first rows.
+    gpu::RmsNormArgs a{};
+    a.x = gpu::AsPtr<const float>(ActAddr(strata::Act::kX));
+    a.w = gpu::AsPtr<const float>(nw);
+    a.y = gpu::AsPtr<float>(ActAddr(strata::Act::kH));
+    a.rows = p.tables.rows;
+    a.n = static_cast<int32_t>(p.n_rows);
+    a.cols = static_cast<int32_t>(E);
+    a.eps = p.hp->rms_eps;
+    STRATA_RETURN_IF_ERROR(
+        L()(kernels_.rms_norm, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, a));
+    STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), w, ActAddr(strata::Act::kH), p.n_rows, out, xq));
+    if (argmax) {
+      // Greedy sampling: each row's argmax on the device; 4 bytes a row cross.
+      gpu::ArgmaxArgs am{};
+      am.logits = gpu::AsPtr<const float>(out);
+      am.out = gpu::AsPtr<int32_t>(ids);
+      am.rows = static_cast<int32_t>(p.n_rows);
+      am.cols = static_cast<int32_t>(w.rows);
+      STRATA_RETURN_IF_ERROR(
+          L()(kernels_.argmax, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, am));
+    }
+  }
+  if (graph_mode_ == GraphMode::kCapture) {
+    // The pass is recorded: keep it, and run it now.
+    graph_mode_ = GraphMode::kOff;
+    STRATA_ASSIGN_OR_RETURN(gpu::Graph g, device_->EndCapture(stream_));
+    DropGraph();
+    graph_ = g;
+    graph_key_ = *last_key_;
+    ++graph_counts_.captures;
+    STRATA_RETURN_IF_ERROR(Check(device_->LaunchGraph(graph_, stream_)));
+  }
   if (argmax) {
-    // Greedy sampling: each row's argmax on the device; 4 bytes a row cross.
-    gpu::ArgmaxArgs am{};
-    am.logits = gpu::AsPtr<const float>(out);
-    am.out = gpu::AsPtr<int32_t>(ids);
-    am.rows = static_cast<int32_t>(p.n_rows);
-    am.cols = static_cast<int32_t>(w.rows);
-    STRATA_RETURN_IF_ERROR(L()(kernels_.argmax, gpu::Dim3{static_cast<uint32_t>(p.n_rows), 1, 1}, gpu::Dim3{256, 1, 1}, 0, am));
     const uint64_t id_bytes = static_cast<uint64_t>(p.n_rows) * sizeof(int32_t);
     STRATA_RETURN_IF_ERROR(device_->CopyToHost(argmax, ids, id_bytes, stream_));
     STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));

@@ -12,6 +12,7 @@
 // with the CPU backend on the software GPU.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,20 @@ class GpuBackend : public Backend {
 
   struct PassState;  // gpu_backend.cc
 
+  // Decode graphs (on by default where the device has graphs; env
+  // STRATA_GPU_GRAPHS=0 turns them off): a decode pass (one token per
+  // sequence) whose shape repeats that of the pass before it is captured as
+  // a graph, and later passes of that shape replay it. The shape: the
+  // workspace and its mark, the tokens, sequences, their states and KV
+  // types, the rows and whether the argmax is asked for, attention's decode
+  // splits (a new one every 256 keys). Passes with a routing observer or a
+  // host expert tier are never captured.
+  void SetGraphs(bool on) { graphs_on_ = on; }
+  struct GraphCounts {
+    uint64_t captures = 0, replays = 0;
+  };
+  GraphCounts graph_counts() const { return graph_counts_; }
+
  protected:
   void Free(uint32_t id) override;
 
@@ -131,6 +146,28 @@ class GpuBackend : public Backend {
   std::vector<gpu::DevicePtr> weights_;
   std::unique_ptr<PassState> pass_;
   bool in_pass_ = false;
+
+  // Decode graphs (above).
+  enum class GraphMode : uint8_t { kOff, kCapture, kReplay };
+  struct GraphKey {
+    uintptr_t workspace = 0;
+    uint64_t capacity = 0, mark = 0;
+    const Model* model = nullptr;
+    int64_t n = 0, n_rows = 0, splits = 0;
+    bool argmax = false;
+    int32_t delta_net = 0;
+    std::vector<uintptr_t> states;  // each sequence's storage and KV type
+    bool operator==(const GraphKey&) const = default;
+  };
+  // The key of a pass that may be recorded, or nullopt.
+  std::optional<GraphKey> GraphKeyOf(const PassDesc& d) const;
+  void DropGraph();
+  bool graphs_on_ = true;
+  GraphMode graph_mode_ = GraphMode::kOff;
+  std::optional<GraphKey> last_key_;  // the previous pass's
+  GraphKey graph_key_;
+  gpu::Graph graph_ = nullptr;
+  GraphCounts graph_counts_;
 };
 
 }  // namespace strata

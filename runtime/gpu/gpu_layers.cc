@@ -62,6 +62,7 @@ Status GpuBackend::SwiGlu(const TensorView* gate, const TensorView* up, const Te
 // --- attention ----------------------------------------------------------------
 
 Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const Model& m = *p.m;
@@ -159,6 +160,7 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
 // --- gated delta-net ---------------------------------------------------------------
 
 Status GpuBackend::GatedDeltaNet(int32_t il, strata::Act in, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const Model& m = *p.m;
@@ -255,12 +257,14 @@ Status GpuBackend::GatedDeltaNet(int32_t il, strata::Act in, strata::Act out) {
 // --- feed-forward ----------------------------------------------------------------------
 
 Status GpuBackend::DenseFfn(int32_t il, strata::Act in, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   const Model& m = *pass_->m;
   return Check(SwiGlu(m.Get(il, R::kFfnGate), m.Get(il, R::kFfnUp), m.Get(il, R::kFfnDown), ActAddr(in), pass_->n,
                       ActAddr(out)));
 }
 
 Status GpuBackend::SharedExpert(int32_t il, strata::Act in, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   PassState& p = *pass_;
   const Model& m = *p.m;
   Workspace& ws = *p.ws;
@@ -285,6 +289,7 @@ Status GpuBackend::SharedExpert(int32_t il, strata::Act in, strata::Act out) {
 // one launch each, SiLU, every down in one launch, and the weighted sum. With
 // an expert executor (the tiered pool) the experts run on the host instead.
 Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const Model& m = *p.m;

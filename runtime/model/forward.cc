@@ -154,6 +154,7 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
                               HumanBytes(need).c_str(), HumanBytes(ws->capacity() - ws->mark()).c_str()));
   }
   d.workspace = ws;
+  d.whole = true;
   // The logits are sized before any state changes.
   STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * model.hp().n_vocab,
                                        "the logits buffer"));

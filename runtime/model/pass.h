@@ -98,6 +98,11 @@ struct PassDesc {
   int64_t n = 0;                   // tokens, all sequences together
   int64_t max_keys = 1;            // largest position + 1
   int64_t n_rows = 0;              // logits rows asked for
+  // The whole forward pass runs, from BeginPass through every layer to
+  // Logits, with no other host access between the ops (ForwardBatch): a
+  // backend may record the pass once and replay it (the GPU backend's decode
+  // graphs). False for passes that run single ops (the op tests).
+  bool whole = false;
 };
 
 }  // namespace strata

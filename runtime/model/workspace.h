@@ -70,6 +70,7 @@ class Workspace {
   }
 
   uint64_t capacity() const { return size_; }
+  const uint8_t* base() const { return base_; }  // where its memory starts (a device address on a GPU)
   uint64_t high_water() const { return high_water_; }
   // kInternal: the last failed Take, with the sizes.
   Status Exhausted(std::string_view where) const;
