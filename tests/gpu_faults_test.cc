@@ -176,7 +176,10 @@ TEST(GpuFaults, ALaunchOrCopyFailsOnePassAndTheDeviceGoesOn) {
   for (FaultSite site : {FaultSite::kGpuLaunch, FaultSite::kGpuCopy}) {
     uint32_t fired = 0;
     // A run has a few hundred launches and a few dozen copies.
-    for (uint32_t skip = 0;; skip = site == FaultSite::kGpuLaunch ? skip * 2 + 3 + Stride() : skip + 2 * Stride()) {
+    // Outside the optimized build the points spread faster (a run is slow there).
+    const bool full = Stride() == 1;
+    for (uint32_t skip = 0;; skip = site == FaultSite::kGpuLaunch ? (full ? skip * 2 + 4 : skip * 4 + 5)
+                                                                  : (full ? skip + 2 : skip * 3 + 2)) {
       ASSERT_LT(skip, 1u << 20) << "the run never finished without the fault";
       SCOPED_TRACE(std::string(FaultSiteName(site)) + " fails at call " + std::to_string(skip));
       auto be = Bound(m);
@@ -196,7 +199,7 @@ TEST(GpuFaults, ALaunchOrCopyFailsOnePassAndTheDeviceGoesOn) {
       EXPECT_EQ(*again, clean.logits);
       EXPECT_EQ(FreeBytes(*be), clean.free_after);
     }
-    EXPECT_GE(fired, site == FaultSite::kGpuLaunch ? 5u : AtLeast(5)) << FaultSiteName(site);
+    EXPECT_GE(fired, full ? 5u : 2u) << FaultSiteName(site);
   }
 }
 
@@ -226,7 +229,7 @@ TEST(GpuFaults, ALaunchFailingInACapturedOrReplayedDecodeStepFailsThatStepOnly) 
   ASSERT_EQ(clean_be->graph_counts().captures, 1u);  // the 2nd decode step
   ASSERT_EQ(clean_be->graph_counts().replays, 4u);
   uint32_t fired = 0;
-  for (uint32_t skip = 0;; skip = skip * 2 + 5 + Stride()) {
+  for (uint32_t skip = 0;; skip = Stride() == 1 ? skip * 2 + 6 : skip * 4 + 7) {
     ASSERT_LT(skip, 1u << 20) << "the run never finished without the fault";
     SCOPED_TRACE("gpu-launch fails at call " + std::to_string(skip));
     auto be = Bound(m);
@@ -243,7 +246,7 @@ TEST(GpuFaults, ALaunchFailingInACapturedOrReplayedDecodeStepFailsThatStepOnly) 
     ASSERT_TRUE(again.ok()) << again.status().message();
     EXPECT_EQ(*again, *clean);
   }
-  EXPECT_GE(fired, 4u);
+  EXPECT_GE(fired, Stride() == 1 ? 4u : 2u);
 }
 
 TEST(GpuFaults, APoisonedContextFailsEveryLaterPassAndSaysSo) {
