@@ -72,7 +72,7 @@ prepare() {
   done
   # The fixtures: one of each architecture and a few weight types.
   local data=${STRATA_DATA_DIR:-$here/../../shared/data}
-  for f in qwen3moe-q4_k_m qwen3moe-iq3_s qwen3moe-mxfp4_moe qwen35moe-q4_k_m stories260k-q8_0; do
+  for f in qwen3moe-q4_k_m qwen3moe-iq3_s qwen35moe-q4_k_m stories260k-q8_0; do
     cp "$data/conformance/$f".* "$dir/data/conformance/"
   done
   cp "$here/device-check.sh" "$dir/"
