@@ -112,7 +112,7 @@ class BlockWorker {
   uint8_t* dynamic_shared() { return shared_.data(); }
   void* DeclareShared(size_t bytes, const SourcePlace& where);
   // Ends the calling fiber's part in the launch with `why`: the launch fails.
-  [[noreturn]] void Fail(Status why);
+  [[noreturn]] void Fail(Status&& why);
 
  private:
   Status RunBlock(uint64_t linear_block, const std::atomic<bool>& stop);
@@ -229,7 +229,7 @@ Status BlockWorker::RunBlock(uint64_t b, const std::atomic<bool>& stop) {
       current_ = &t;
       t.fiber->Resume();
       current_ = nullptr;
-      if (!failure_.ok()) return failure_;
+      if (!failure_.ok()) return std::exchange(failure_, Status::Ok());  // the worker keeps no message
     }
     // Another host thread's block failed: the launch is over.
     if (stop.load(std::memory_order_relaxed)) return Status::Ok();
@@ -396,7 +396,7 @@ void* BlockWorker::DeclareShared(size_t bytes, const SourcePlace& where) {
   return p;
 }
 
-void BlockWorker::Fail(Status why) {
+void BlockWorker::Fail(Status&& why) {
   // Nothing that owns memory may stay on this fiber's stack: it is never
   // resumed, so no destructor of it runs. `why` is left empty by the move.
   failure_ = std::move(why);
