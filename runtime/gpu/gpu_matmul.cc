@@ -3,6 +3,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/gpu/kernels/kernel_args.h"
 #include "runtime/gpu/kernels/weight_types.h"
+#include "runtime/kernels/activation.h"
 
 namespace strata::gpu {
 namespace {
@@ -61,18 +62,11 @@ uint64_t QuantizedBytes(int64_t n, int64_t cols) {
 bool QuantizesActivations(GgmlType type) { return IsQuantized(static_cast<int>(type)); }
 
 int32_t ActQuantFor(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ8_0:
-    case GgmlType::kIQ4_NL:
-    case GgmlType::kMXFP4:
-    case GgmlType::kNVFP4:
-    case GgmlType::kQ1_0:
-    case GgmlType::kQ2_0: return kActQ8_0;
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_1: return kActQ8_1;
-    default: return kActQ8_K;  // K-quants, i-quants, TQ1_0, TQ2_0: every row a whole 256
+  // The fast CPU path's choice (VecDotFormat), so the two quantize alike.
+  switch (VecDotFormat(type)) {
+    case ActFormat::kQ8_0: return kActQ8_0;
+    case ActFormat::kQ8_1: return kActQ8_1;
+    default: return kActQ8_K;
   }
 }
 
