@@ -77,6 +77,8 @@ class GpuForwardTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuForwardTest, MatchesTheReferenceBackend) {
   const Case c = GetParam();
+  if (testing::TestMatrix() == testing::GpuTestMatrix::kSmoke && !(c.arch == Arch::kQwen35Moe && c.type == GgmlType::kQ4_K))
+    GTEST_SKIP() << "smoke subset (Windows build): qwen35moe Q4_K only; the Linux builds run every case";
   auto opened = testing::MakeSyntheticPack(c.arch, testing::ScratchDir("gpu_forward"),
                                            std::string(ArchName(c.arch)) + "-" + std::string(TypeName(c.type)), 5,
                                            [&](testing::SyntheticModelSpec& s) { s.matrix_type = c.type; });
