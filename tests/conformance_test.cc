@@ -31,6 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/gpu/device.h"
+#include "runtime/model/model.h"
+#include "runtime/pack/pack_reader.h"
 #include "runtime/quant/ggml_type.h"
 #include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/gpu_test_device.h"
@@ -114,18 +116,20 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     std::vector<float> logits;
     std::vector<int32_t> ids;
   };
-  void ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend);
+  void ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend,
+                                       const std::vector<std::string>& extra = {});
   Run RunPack(const Fixture& f, const std::vector<int32_t>& prompt, int n, bool reference) {
     return RunPackOn(f, prompt, n, reference ? "reference" : "cpu");
   }
   // K and V are F32 unless `kv_type` says otherwise: llama.cpp computed the
   // references with an F32 cache (the conformance README).
   Run RunPackOn(const Fixture& f, const std::vector<int32_t>& prompt, int n, const std::string& backend,
-                const std::string& kv_type = "f32") {
+                const std::string& kv_type = "f32", const std::vector<std::string>& extra = {}) {
     std::string out = testing::ScratchDir("conformance_run") + "/logits.f32";
     std::vector<std::string> args = {f.pack, "--tokens", Join(prompt), "-n", std::to_string(n), "--temp", "0",
                                      "--ignore-eos", "--print-ids", "--logits-out", out, "-t", "2",
                                      "--backend", backend, "--kv-type", kv_type};
+    args.insert(args.end(), extra.begin(), extra.end());
     auto r = testing::RunProgram("strata-run", args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return {ReadF32(out), ParseIds(r.out)};
@@ -177,7 +181,8 @@ TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {
 // The fast path's checks on `backend`: teacher-forced rows within the
 // fixture's tolerance, the native greedy token at every confident step, and
 // the free-running chain up to the first step within the tolerance.
-void Conformance::ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend) {
+void Conformance::ExpectNativeWithinFastTolerance(const std::string& name, const std::string& backend,
+                                                  const std::vector<std::string>& extra) {
   const Fixture& f = Get(name);
   const float tol = kFastTolerance.at(name);
   const std::string base = testing::SharedFile("conformance/" + name);
@@ -188,7 +193,7 @@ void Conformance::ExpectNativeWithinFastTolerance(const std::string& name, const
   // Teacher forcing: the prompt plus the native chain, as one prompt.
   std::vector<int32_t> forced = prompt;
   forced.insert(forced.end(), greedy.begin(), greedy.end());
-  Run r = RunPackOn(f, forced, 1, backend);
+  Run r = RunPackOn(f, forced, 1, backend, "f32", extra);
   std::vector<float> all = ref;
   all.insert(all.end(), dec.begin(), dec.end());
   ASSERT_GE(r.logits.size(), all.size());
@@ -208,7 +213,7 @@ void Conformance::ExpectNativeWithinFastTolerance(const std::string& name, const
   RecordProperty("confident_steps", confident);
   // Free-running, the chain agrees with llama.cpp's up to the first step
   // whose margin is within the tolerance.
-  Run free = RunPackOn(f, prompt, 32, backend);
+  Run free = RunPackOn(f, prompt, 32, backend, "f32", extra);
   for (size_t k = 0; k < greedy.size(); ++k) {
     const float* native_row = &all[(n_prompt - 1 + k) * kVocab];
     if (Margin(native_row) <= tol) break;
@@ -237,6 +242,36 @@ TEST_P(Conformance, GpuBackendMatchesNativeWithinTheFastPathTolerance) {
     GTEST_SKIP() << "the GPU conformance runs whole in the optimized build only (" << testing::TestMatrixName(matrix)
                  << " here)";
   ExpectNativeWithinFastTolerance(name, testing::OnSoftwareGpu() ? "software-gpu" : testing::TestDeviceBackend());
+}
+
+// The VRAM/RAM split of the routed experts (docs/experts-split.md): the
+// device tier's slots hold none, half and all of the experts (the profile's
+// hottest first, LFRU after), the CPU runs the rest; every split is held to
+// the fast path's tolerances. The optimized build runs the Q4_K_M fixtures of
+// both MoE architectures and IQ3_S (seeds/001) at 0%, 50% and 100%; the
+// sanitizer build qwen3moe Q4_K_M at 50%; the Windows build none (its GPU
+// smoke subset is the conformance run above).
+TEST_P(Conformance, ExpertSplitBetweenVramAndRamMatchesNativeWithinTheFastPathTolerance) {
+  const std::string name = GetParam();
+  STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/" + name + ".prompt.json"));
+  const testing::GpuTestMatrix matrix = testing::TestMatrix();
+  const bool full = matrix == testing::GpuTestMatrix::kFull;
+  if (name != "qwen3moe-q4_k_m" && name != "qwen3moe-iq3_s" && name != "qwen35moe-q4_k_m")
+    GTEST_SKIP() << "the split runs on the Q4_K_M fixtures of each MoE architecture and IQ3_S";
+  if (matrix == testing::GpuTestMatrix::kSmoke || (!full && name != "qwen3moe-q4_k_m"))
+    GTEST_SKIP() << "the split's conformance runs in the Linux builds (" << testing::TestMatrixName(matrix) << " here)";
+  if (!testing::OnSoftwareGpu()) GTEST_SKIP() << "a real device runs the split in scripts/device-check.sh";
+  const Fixture& f = Get(name);
+  auto pack = Pack::Open(f.pack, {});
+  ASSERT_TRUE(pack.ok()) << pack.status().message();
+  auto model = Model::Create(**pack);
+  ASSERT_TRUE(model.ok());
+  const int all = static_cast<int>(model->hp().n_layer * model->hp().n_expert);
+  for (int slots : {0, all / 2, all}) {
+    if (!full && slots != all / 2) continue;
+    SCOPED_TRACE("--expert-slots " + std::to_string(slots) + " of " + std::to_string(all));
+    ExpectNativeWithinFastTolerance(name, "software-gpu", {"--expert-slots", std::to_string(slots)});
+  }
 }
 
 // The KV cache types (--kv-type; kernels/kv_type.h): F16 (the default) and

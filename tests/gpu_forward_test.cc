@@ -34,16 +34,7 @@ std::unique_ptr<GpuBackend> SoftwareGpuBackend(const Model& m, uint32_t warp = 3
   return std::move(*b);
 }
 
-double NormalizedError(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
-  double ss = 0, mx = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
-    ss += static_cast<double>(want[i]) * static_cast<double>(want[i]);
-    mx = std::max(mx, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-  }
-  return mx / (std::sqrt(ss / static_cast<double>(want.size())) + 1e-30);
-}
+using testing::NormalizedError;
 
 // A prompt (every row's logits), then decode steps.
 std::vector<float> PromptThenDecode(const Model& m, Backend& be, KvType kv, DeltaNetMode mode, int steps) {

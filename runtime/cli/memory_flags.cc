@@ -29,9 +29,10 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
                 "be had), off");
   auto* e = app.add_option_group("experts", "tiered experts (docs/experts-runtime.md)");
   e->add_option("--expert-device", f.expert_device,
-                "device tier for hot experts: none, or cpu (a simulated device in host RAM; a GPU backend, "
-                "--backend cuda|hip, holds every expert on its device)");
-  e->add_option("--expert-slots", f.expert_slots, "expert slots on the device: a number, or auto (as many as fit)");
+                "device tier for hot experts on a CPU run: none, or cpu (a simulated device in host RAM); on a GPU "
+                "backend (--backend cuda|hip) the device tier is the GPU");
+  e->add_option("--expert-slots", f.expert_slots, "expert slots on the device: a number, or auto (as many as fit; on a GPU: every expert on the "
+                "device when the model fits, else as many slots as fit, the other experts on the CPU)");
   e->add_option("--expert-pinned", f.expert_pinned,
                 "slots pinned with the profile's hottest experts, never evicted (default 0: the profile fills every "
                 "slot at start and seeds the run-time policy; bench/results/expert-cache.md)");
@@ -42,6 +43,9 @@ void AddMemoryFlags(CLI::App& app, MemoryFlags& f) {
   e->add_option("--routing-trace-out", f.routing_trace_out,
                 "write which experts every token chose at every layer (a routing trace) to this file");
   e->add_flag("--expert-stats", f.expert_stats, "print the tiers' hit and miss counts at the end");
+  e->add_option("--split-rates", f.split_rates,
+                "the VRAM/RAM split's forecast (--plan): read rates in GB/s of the device, host RAM and the link, "
+                "DEVICE,HOST,LINK (default 500,60,25)");
 }
 
 Result<RunMemoryOptions> MemoryFlags::Resolve() const {
@@ -83,8 +87,9 @@ Result<RunMemoryOptions> MemoryFlags::Resolve() const {
                                      expert_half_life));
   o.expert_half_life = expert_half_life;
   o.expert_profile = expert_profile;
-  if (expert_device == "none" && (expert_pinned > 0 || (expert_slots != "auto" && o.expert_slots > 0)))
-    return InvalidArgument("--expert-slots/--expert-pinned need a device tier: give --expert-device cpu");
+  if (!split_rates.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.split_rates, ParseSplitRates(split_rates));
+  }
   return o;
 }
 

@@ -27,6 +27,7 @@ struct MemoryFlags {
   std::string expert_policy = "lfru";
   double expert_half_life = 0;
   std::string expert_profile;
+  std::string split_rates;  // --split-rates DEVICE,HOST,LINK
   std::string routing_trace_out;
   bool expert_stats = false;
 

@@ -125,6 +125,9 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
   OpTimes op_times;  // the last rep's decode steps
   uint64_t sync_prompt = 0, sync_end = 0;
   double decode_seconds = 0;
+  // The VRAM/RAM split's times over the last rep's decode steps.
+  ExpertSplit* split = rc.experts ? rc.experts->SplitOn(backend) : nullptr;
+  ExpertSplit::Times split_prompt, split_end;
   std::fprintf(stderr,
                "strata-run: bench: %s, prompt %lld tokens, generate %lld tokens, at depth %lld, %d threads, %s "
                "backend, %d reps\n",
@@ -164,6 +167,7 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
       if (!prompt_done) {
         t_prompt = backend.transfers();
         sync_prompt = backend.SyncWaitNs();
+        if (split) split_prompt = split->times();
       }
       prompt_done = true;
       return true;
@@ -172,6 +176,7 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
     if (!r.ok()) return Fail(r.status());
     t_end = backend.transfers();
     sync_end = backend.SyncWaitNs();
+    if (split) split_end = split->times();
     decode_seconds = r->gen_seconds;
     if (!prompt_done) t_prompt = t_end;
     n_steps = r->n_decoded;
@@ -212,6 +217,20 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
     line += StrFormat("; waiting for the other threads %.3f ms (%.0f%%)", sync * per_token_ms,
                       100.0 * sync / decode_seconds);
     std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  if (split && n_steps > 0) {
+    const ExpertSplit::Times& a = split_prompt;
+    const ExpertSplit::Times& b = split_end;
+    const double per_ms = 1e3 / steps;
+    std::fprintf(stderr,
+                 "  VRAM/RAM split, per decode step: %.1f experts on the device, %.1f on the host; waiting for the "
+                 "routing %.3f ms (the device's work before it included), host experts %.3f ms, then waiting for the "
+                 "device's experts %.3f ms; link %.0f B down, %.0f B up\n",
+                 static_cast<double>(b.device_experts - a.device_experts) / steps,
+                 static_cast<double>(b.host_experts - a.host_experts) / steps, (b.route_wait - a.route_wait) * per_ms,
+                 (b.host - a.host) * per_ms, (b.device_wait - a.device_wait) * per_ms,
+                 static_cast<double>(b.down_bytes - a.down_bytes) / steps,
+                 static_cast<double>(b.up_bytes - a.up_bytes) / steps);
   }
   // The device's copy bandwidth, measured now, beside what decode read.
   auto copy = backend.DeviceCopyGBs();

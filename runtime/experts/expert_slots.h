@@ -86,6 +86,13 @@ class ExpertSlots {
   Status Run(int32_t slot, const float* x, int64_t m, float* y);
 
   int32_t size() const { return static_cast<int32_t>(held_.size()); }
+  // For a backend that runs experts from the slots itself (ExpertSplit):
+  // the buffer, one slot's bytes, and what slot s holds (offsets within the
+  // buffer; nothing valid unless it holds an expert).
+  const BackendBuffer& buffer() const { return slots_; }
+  uint64_t slot_bytes() const { return layout_.bytes; }
+  const SwiGluMatrices& matrices(int32_t slot) const { return held_[static_cast<size_t>(slot)].m; }
+  bool holds(int32_t slot) const { return slot >= 0 && slot < size() && held_[static_cast<size_t>(slot)].full; }
 
  private:
   ExpertSlots(const TierDevice& device, const SlotLayout& layout, int64_t max_rows)

@@ -17,6 +17,32 @@ int32_t DefaultPinnedSlots(int32_t /*slots*/, bool /*have_hotness*/) {
   return 0;
 }
 
+namespace {
+// Every routed expert matrix a tier may run has a kernel there: the host
+// tier's CPU engine for every layer's experts, and the device tier's backend
+// when it has slots (any expert may be uploaded). Checked once, at start,
+// naming the tensor, so a run never fails at the first expert of a type.
+Status CheckTierKernels(const Model& model, const CpuBackend& host, const TierDevice& device, const TierOptions& o) {
+  const TensorRole roles[3] = {TensorRole::kFfnGateExps, TensorRole::kFfnUpExps, TensorRole::kFfnDownExps};
+  for (uint32_t il = 0; il < model.hp().n_layer; ++il)
+    for (TensorRole role : roles) {
+      const TensorView* t = model.Get(static_cast<int32_t>(il), role);
+      if (!t || !t->expert_count) continue;
+      if (o.decode_copies && t->decode_copy >= 0) t = &model.tensors()[static_cast<size_t>(t->decode_copy)];
+      auto refuse = [&](const std::string& who) {
+        return Unsupported(StrFormat("tensor '%s' is %s, which %s has no kernel for; repack with --decode-copies q8_0 "
+                                     "(strata-pack) to give it a Q8_0 copy%s",
+                                     std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str(), who.c_str(),
+                                     o.decode_copies ? "" : ", and leave --decode-copies at its default"));
+      };
+      if (!host.CanMultiply(t->type)) return refuse("the host expert tier (" + host.name() + ")");
+      if (device.backend && o.slots > 0 && !device.backend->CanMultiply(t->type))
+        return refuse("the device tier (" + device.name + ")");
+    }
+  return Status::Ok();
+}
+}  // namespace
+
 uint64_t TieredExpertExecutor::HostScratchBytes(const HParams& hp, int64_t max_rows) {
   return TakeBytes<float>(2 * static_cast<uint64_t>(std::max<int64_t>(max_rows, 1)) * hp.n_ff_exp);
 }
@@ -43,6 +69,7 @@ Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const
     return InvalidArgument(StrFormat("the expert hotness (%s) has %u layers x %u experts; the model has %u x %u",
                                      hotness->source.c_str(), hotness->n_layer, hotness->n_expert, hp.n_layer,
                                      hp.n_expert));
+  STRATA_RETURN_IF_ERROR(CheckTierKernels(model, host, device, o));
   ExpertCacheConfig cc;
   cc.slots = o.slots;
   cc.pinned = o.pinned;
@@ -58,6 +85,7 @@ Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const
     STRATA_ASSIGN_OR_RETURN(ExpertSlots slots, ExpertSlots::Create(device, model, o.slots, layout, o.max_rows));
     ex->slots_.emplace(std::move(slots));
   }
+  ex->pending_.reserve(hp.n_expert);  // Assign admits at most every expert of a layer
   STRATA_RETURN_IF_ERROR(ex->Fill(hotness));
   return ex;
 }
@@ -91,15 +119,68 @@ Status TieredExpertExecutor::RunExpert(int32_t layer, uint32_t expert, const flo
   if (a.slot >= 0) return slots_->Run(a.slot, x, m, y);
   STRATA_RETURN_IF_ERROR(RunExpertOnBackend(model_, host_, layer, expert, x, m, y, options_.decode_copies,
                                             reinterpret_cast<float*>(host_scratch_.data())));
-  if (a.upload >= 0) {
-    STRATA_ASSIGN_OR_RETURN(ExpertWeights w, HostExpertWeights(model_, layer, expert, options_.decode_copies));
-    Status s = slots_->Upload(a.upload, w);
-    if (!s.ok()) {
-      cache_.Drop(a.upload);  // the slot holds nothing valid now; it is never run from
-      return s.WithContext(StrFormat("uploading expert %u of layer %d to the device tier", expert, layer));
-    }
+  if (a.upload >= 0) return Upload(layer, expert, a.upload);
+  return Status::Ok();
+}
+
+Status TieredExpertExecutor::Upload(int32_t layer, uint32_t expert, int32_t slot) {
+  STRATA_ASSIGN_OR_RETURN(ExpertWeights w, HostExpertWeights(model_, layer, expert, options_.decode_copies));
+  Status s = slots_->Upload(slot, w);
+  if (!s.ok()) {
+    cache_.Drop(slot);  // the slot holds nothing valid now; it is never run from
+    return s.WithContext(StrFormat("uploading expert %u of layer %d to the device tier", expert, layer));
   }
   return Status::Ok();
+}
+
+// --- the split: the slots are the pass's own backend's memory ---------------------
+
+ExpertSplit* TieredExpertExecutor::SplitOn(const Backend& backend) {
+  return device_.backend == &backend ? this : nullptr;  // with no slots, every expert goes to the host
+}
+
+Status TieredExpertExecutor::Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
+                                    std::span<int32_t> slots) {
+  const HParams& hp = model_.hp();
+  if (experts.size() != rows.size() || experts.size() != slots.size())
+    return Internal("ExpertSplit::Assign: experts, rows and slots of different lengths");
+  // A layer that failed between Assign and EndLayer left admissions that
+  // were never uploaded: those slots hold nothing the cache may run.
+  for (const PendingUpload& u : pending_) cache_.Drop(u.slot);
+  pending_.clear();
+  for (size_t i = 0; i < experts.size(); ++i) {
+    const uint32_t e = experts[i];
+    if (layer < 0 || static_cast<uint32_t>(layer) >= hp.n_layer || e >= hp.n_expert)
+      return Internal(StrFormat("expert %u of layer %d is not in the model", e, layer));
+    if (rows[i] > options_.max_rows)
+      return Internal(StrFormat("an expert batch of %lld rows; the tiers were planned for %lld",
+                                static_cast<long long>(rows[i]), static_cast<long long>(options_.max_rows)));
+    const CacheAccess a = cache_.Access(ExpertKey{layer, e}, static_cast<uint64_t>(rows[i]));
+    slots[i] = a.slot;
+    if (a.slot >= 0 && !slots_->holds(a.slot)) return Internal(StrFormat("the cache ran slot %d, which holds nothing", a.slot));
+    if (a.upload >= 0) pending_.push_back({layer, e, a.upload});
+  }
+  return Status::Ok();
+}
+
+Status TieredExpertExecutor::RunOnHost(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) {
+  if (m > options_.max_rows)
+    return Internal(StrFormat("an expert batch of %lld rows; the tiers were planned for %lld",
+                              static_cast<long long>(m), static_cast<long long>(options_.max_rows)));
+  return RunExpertOnBackend(model_, host_, layer, expert, x, m, y, options_.decode_copies,
+                            reinterpret_cast<float*>(host_scratch_.data()));
+}
+
+// In admission order: a slot admitted twice in one layer ends up holding the
+// later expert, as the cache says.
+Status TieredExpertExecutor::EndLayer() {
+  Status first;
+  for (const PendingUpload& u : pending_) {
+    Status s = Upload(u.layer, u.expert, u.slot);
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  pending_.clear();
+  return first;
 }
 
 std::string TieredExpertExecutor::Describe() const {

@@ -17,7 +17,9 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/experts/expert_cache.h"
@@ -41,7 +43,7 @@ struct TierOptions {
 // How many of `slots` are pinned when TierOptions::pinned is -1.
 int32_t DefaultPinnedSlots(int32_t slots, bool have_hotness);
 
-class TieredExpertExecutor : public ExpertExecutor {
+class TieredExpertExecutor : public ExpertExecutor, private ExpertSplit {
  public:
   // Allocates the host scratch and the device's slots, pins and uploads the
   // hottest experts ("tier fill"). `host` runs the host tier. device.backend
@@ -54,6 +56,8 @@ class TieredExpertExecutor : public ExpertExecutor {
                                                                const TierOptions& options);
 
   Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) override;
+  // When the slots are `backend`'s own memory (the VRAM/RAM split on a GPU).
+  ExpertSplit* SplitOn(const Backend& backend) override;
 
   const CacheStats& stats() const { return cache_.stats(); }
   const ExpertCache& cache() const { return cache_; }
@@ -70,6 +74,22 @@ class TieredExpertExecutor : public ExpertExecutor {
       : model_(model), host_(host), device_(device), cache_(model.hp().n_layer, model.hp().n_expert, config),
         options_(options) {}
   Status Fill(const ExpertHotness* hotness);
+  Status Upload(int32_t layer, uint32_t expert, int32_t slot);
+
+  // ExpertSplit.
+  Status Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
+                std::span<int32_t> slots) override;
+  Status RunOnHost(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) override;
+  Status EndLayer() override;
+  // Called only for slots Assign gave out (so only with slots).
+  const BackendBuffer& SlotBuffer() const override { return slots_->buffer(); }
+  uint64_t SlotBytes() const override { return slots_->slot_bytes(); }
+  const SwiGluMatrices& SlotMatrices(int32_t slot) const override { return slots_->matrices(slot); }
+  struct PendingUpload {
+    int32_t layer;
+    uint32_t expert;
+    int32_t slot;
+  };
 
   const Model& model_;
   CpuBackend& host_;
@@ -80,6 +100,7 @@ class TieredExpertExecutor : public ExpertExecutor {
   AlignedBuffer host_scratch_;
   std::string hotness_source_;
   int32_t pinned_filled_ = 0, warm_filled_ = 0;
+  std::vector<PendingUpload> pending_;  // admitted by Assign, uploaded at EndLayer (reserved at Create)
 };
 
 }  // namespace strata

@@ -267,10 +267,18 @@ uint64_t GpuBackend::ResidentWeightBytes(const Model& model) const {
   return bytes;
 }
 
+uint64_t GpuBackend::RoutedExpertBytes(const Model& model) const {
+  uint64_t bytes = 0;
+  for (const TensorView* t : ReadTensors(model))
+    if (IsRoutedExpert(*t)) bytes += t->data.size();
+  return bytes;
+}
+
 void GpuBackend::ReleaseWeights() {
   for (DevicePtr p : weights_)
     if (p) device_->Free(p);
   weights_.clear();
+  routed_on_host_ = false;
   bound_begin_ = nullptr;
   bound_count_ = 0;
 }
@@ -282,13 +290,24 @@ Status GpuBackend::Bind(const Model& model) {
   DropGraph();
   last_key_.reset();
   ReleaseWeights();
-  Status s = BindWeights(model);
+  Status s = BindWeights(model, /*routed_experts=*/true);
   if (!s.ok()) ReleaseWeights();
   return s;
 }
 
-Status GpuBackend::BindWeights(const Model& model) {
+Status GpuBackend::BindWithoutRoutedExperts(const Model& model) {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
+  DropGraph();
+  last_key_.reset();
+  ReleaseWeights();
+  Status s = BindWeights(model, /*routed_experts=*/false);
+  if (!s.ok()) ReleaseWeights();
+  return s;
+}
+
+Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
   weights_.assign(model.tensors().size(), 0);
+  routed_on_host_ = !routed_experts && model.hp().n_expert > 0;
   bound_begin_ = model.tensors().data();
   bound_count_ = model.tensors().size();
   const HParams& hp = model.hp();
@@ -309,6 +328,7 @@ Status GpuBackend::BindWeights(const Model& model) {
                                  "used",
                                  hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
   for (const TensorView* t : ReadTensors(model)) {
+    if (!routed_experts && IsRoutedExpert(*t)) continue;  // the expert tiers hold them
     if (t->rank >= 2 && GpuKernelSupport(t->type) != KernelSupport::kFast)
       return Unsupported(StrFormat("tensor '%s' is %s, which the GPU kernels cannot read; repack with "
                                    "--decode-copies q8_0 (strata-pack) to give it a Q8_0 copy",

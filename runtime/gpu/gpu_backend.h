@@ -65,6 +65,11 @@ class GpuBackend : public Backend {
   // decode copy where the model reads one), counted as weight_bytes.
   // Errors: a type without a kernel (naming the tensor), device memory.
   Status Bind(const Model& model) override;
+  Status BindWithoutRoutedExperts(const Model& model) override;
+  uint64_t RoutedExpertBytes(const Model& model) const override;
+  // Bound without the routed experts (the VRAM/RAM split): MoeFfn then needs
+  // an expert executor.
+  bool routed_experts_on_host() const { return routed_on_host_; }
   Placement WeightPlacement() const override;
   uint64_t ResidentWeightBytes(const Model& model) const override;
   uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const override;
@@ -120,7 +125,7 @@ class GpuBackend : public Backend {
   gpu::Launcher L() const { return {device_.get(), stream_, &kernels_}; }
   // Checks the device after an op: a poisoned context fails the op.
   Status Check(Status s) const;
-  Status BindWeights(const Model& model);  // Bind's work; Bind undoes it on failure
+  Status BindWeights(const Model& model, bool routed_experts);  // Bind's work; Bind undoes it on failure
   void ReleaseWeights();
   // y = W x for the pass's n rows (or `n` given), taking quantized
   // activations from the workspace.
@@ -128,6 +133,19 @@ class GpuBackend : public Backend {
   Status SwiGlu(const TensorView* gate, const TensorView* up, const TensorView* down, gpu::DevicePtr x, int64_t n,
                 gpu::DevicePtr out);
   Status MoeOnHost(int32_t il, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts, gpu::DevicePtr out);
+  Status MoeSplit(int32_t il, ExpertSplit& split, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts,
+                  gpu::DevicePtr out);
+  // MoeOnHost's and MoeSplit's host buffers: grown to the largest pass seen,
+  // kept for the next (a pass's layers reuse them once the routing of the
+  // next layer has come down, which orders them after the last copy).
+  struct HostMoe {
+    std::vector<float> x, y, xe;
+    std::vector<int32_t> sel, count, first, fill, slot_of, table;
+    std::vector<uint32_t> experts;
+    std::vector<int64_t> rows;
+    std::vector<int32_t> slots;
+  };
+  HostMoe host_moe_;
 
   std::unique_ptr<gpu::Device> device_;  // null: planning only
   gpu::DeviceKind kind_;
@@ -144,6 +162,7 @@ class GpuBackend : public Backend {
   const TensorView* bound_begin_ = nullptr;
   size_t bound_count_ = 0;
   std::vector<gpu::DevicePtr> weights_;
+  bool routed_on_host_ = false;  // bound without the routed experts
   std::unique_ptr<PassState> pass_;
   bool in_pass_ = false;
 

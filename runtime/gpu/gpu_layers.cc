@@ -3,6 +3,7 @@
 // workspace in the order gpu_workspace.cc counts it.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -327,7 +328,13 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
     for (int64_t t = 0; t < n; ++t)
       p.opt->observer->OnRouted(il, {s.data() + t * K, static_cast<size_t>(K)}, {pr.data() + t * K, static_cast<size_t>(K)});
   }
-  if (p.opt->experts) return Check(MoeOnHost(il, h, sel, wts, ActAddr(out)));
+  if (p.opt->experts) {
+    if (ExpertSplit* split = p.opt->experts->SplitOn(*this)) return Check(MoeSplit(il, *split, h, sel, wts, ActAddr(out)));
+    return Check(MoeOnHost(il, h, sel, wts, ActAddr(out)));
+  }
+  if (routed_on_host_)
+    return FailedPrecondition("the routed experts were left in host RAM (the VRAM/RAM split) and this pass has no "
+                              "expert tiers to run them");
 
   const gpu::MoeShape shape = gpu::MoeShape::For(hp, n);
   const DevicePtr counts = Take(ws, I(NE));
@@ -401,40 +408,43 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
   return Check(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
 }
 
-// The tiered expert pool's path: the tokens' rows and their routing come to
-// the host, each selected expert runs there (ExpertExecutor), and the
-// results go back to be summed on the device. Host buffers are made per
-// call: the device tier of a GPU run (its own expert slots on the device)
-// replaces this path.
+// The tiered expert pool's path when its device tier is not this backend
+// (an executor of its own): the tokens' rows and their routing come to the
+// host, each selected expert runs there (ExpertExecutor), and the results go
+// back to be summed on the device.
 Status GpuBackend::MoeOnHost(int32_t il, DevicePtr h, DevicePtr sel, DevicePtr wts, DevicePtr out) {
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const int64_t n = p.n, K = hp.n_expert_used, E = hp.n_embd, NE = hp.n_expert;
-  std::vector<float> x(static_cast<size_t>(n * E)), results(static_cast<size_t>(n * K * E)), xe(static_cast<size_t>(n * E)),
-      ye(static_cast<size_t>(n * E));
-  std::vector<int32_t> s(static_cast<size_t>(n * K));
-  STRATA_RETURN_IF_ERROR(device_->CopyToHost(x.data(), h, F(n * E), stream_));
-  STRATA_RETURN_IF_ERROR(device_->CopyToHost(s.data(), sel, I(n * K), stream_));
+  HostMoe& b = host_moe_;
+  b.x.resize(static_cast<size_t>(n * E));
+  b.y.resize(static_cast<size_t>(n * K * E));
+  b.xe.resize(static_cast<size_t>(2 * n * E));
+  b.sel.resize(static_cast<size_t>(n * K));
+  float* const xe = b.xe.data();
+  float* const ye = xe + n * E;
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(b.x.data(), h, F(n * E), stream_));
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(b.sel.data(), sel, I(n * K), stream_));
   STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
   transfers_.down_bytes += F(n * E) + I(n * K);
   ++transfers_.down_calls;
   for (int64_t e = 0; e < NE; ++e) {
     int64_t mrows = 0;
     for (int64_t i = 0; i < n * K; ++i)
-      if (s[static_cast<size_t>(i)] == e) {
-        std::memcpy(&xe[static_cast<size_t>(mrows * E)], &x[static_cast<size_t>((i / K) * E)], F(E));
+      if (b.sel[static_cast<size_t>(i)] == e) {
+        std::memcpy(xe + mrows * E, &b.x[static_cast<size_t>((i / K) * E)], F(E));
         ++mrows;
       }
     if (mrows == 0) continue;
-    STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe.data(), mrows, ye.data()));
+    STRATA_RETURN_IF_ERROR(p.opt->experts->RunExpert(il, static_cast<uint32_t>(e), xe, mrows, ye));
     int64_t r = 0;
     for (int64_t i = 0; i < n * K; ++i)
-      if (s[static_cast<size_t>(i)] == e) std::memcpy(&results[static_cast<size_t>(i * E)], &ye[static_cast<size_t>(r++ * E)], F(E));
+      if (b.sel[static_cast<size_t>(i)] == e) std::memcpy(&b.y[static_cast<size_t>(i * E)], ye + r++ * E, F(E));
   }
   WorkspaceScope scope(*p.ws);
   const DevicePtr res = Take(*p.ws, F(n * K * E));
   if (!res) return p.ws->Exhausted("MoE experts");
-  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(res, results.data(), F(n * K * E), stream_));
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(res, b.y.data(), F(n * K * E), stream_));
   transfers_.up_bytes += F(n * K * E);
   ++transfers_.up_calls;
   gpu::MoeCombineArgs c{};
@@ -444,7 +454,197 @@ Status GpuBackend::MoeOnHost(int32_t il, DevicePtr h, DevicePtr sel, DevicePtr w
   c.out = AsPtr<float>(out);
   c.n = static_cast<int32_t>(n), c.k = static_cast<int32_t>(K), c.cols = static_cast<int32_t>(E);
   STRATA_RETURN_IF_ERROR(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
-  return device_->Synchronize(stream_);  // `results` goes when this returns
+  return device_->Synchronize(stream_);  // the next layer's rows go into the same host buffers
+}
+
+// The VRAM/RAM split (docs/experts-split.md). The routing and the tokens'
+// rows come down; the split says which of the layer's experts run from the
+// device tier's slots; the host lays out the places (device experts first,
+// in expert order, then the host's) and the tiles, and uploads them; the
+// device runs its experts from the slot buffer in the same grouped launches
+// as MoeFfn, while the host tier runs the others; the host's results go up
+// into the places after the device's, and one combine sums both. The
+// experts the cache admitted are uploaded at EndLayer, after the layer's
+// products on the same stream.
+Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DevicePtr sel, DevicePtr wts, DevicePtr out) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const int64_t n = p.n, K = hp.n_expert_used, E = hp.n_embd, NE = hp.n_expert, nK = n * K;
+  ExpertSplit::Times& times = split.times();
+  HostMoe& b = host_moe_;
+  b.x.resize(static_cast<size_t>(n * E));
+  b.sel.resize(static_cast<size_t>(nK));
+  const Clock::time_point t0 = Clock::now();
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(b.sel.data(), sel, I(nK), stream_));
+  STRATA_RETURN_IF_ERROR(device_->CopyToHost(b.x.data(), h, F(n * E), stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  times.route_wait += since(t0);
+  transfers_.down_bytes += I(nK) + F(n * E);
+  ++transfers_.down_calls;
+  times.down_bytes += I(nK) + F(n * E);
+  ++times.layers;
+
+  // The layer's distinct experts, in expert order, and where each runs.
+  b.count.assign(static_cast<size_t>(NE), 0);
+  for (int32_t e : b.sel) {
+    if (e < 0 || e >= NE) return Internal(StrFormat("the router chose expert %d of %lld", e, static_cast<long long>(NE)));
+    ++b.count[static_cast<size_t>(e)];
+  }
+  b.experts.clear();
+  b.rows.clear();
+  for (int64_t e = 0; e < NE; ++e)
+    if (b.count[static_cast<size_t>(e)]) {
+      b.experts.push_back(static_cast<uint32_t>(e));
+      b.rows.push_back(b.count[static_cast<size_t>(e)]);
+    }
+  b.slots.assign(b.experts.size(), -1);
+  STRATA_RETURN_IF_ERROR(split.Assign(il, b.experts, b.rows, b.slots));
+  b.slot_of.assign(static_cast<size_t>(NE), -1);
+  for (size_t j = 0; j < b.experts.size(); ++j) b.slot_of[b.experts[j]] = b.slots[j];
+
+  // Places: the device's experts first, then the host's.
+  const gpu::MoeShape shape = gpu::MoeShape::For(hp, n);
+  const int64_t T = shape.max_tiles;
+  b.first.assign(static_cast<size_t>(NE), 0);
+  b.fill.assign(static_cast<size_t>(NE), 0);
+  int64_t at = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (uint32_t e : b.experts)
+      if ((b.slot_of[e] >= 0) == (pass == 0)) {
+        b.first[e] = static_cast<int32_t>(at);
+        at += b.count[e];
+      }
+  int64_t n_dev = 0;
+  for (uint32_t e : b.experts) n_dev += b.slot_of[e] >= 0 ? b.count[e] : 0;
+  // One table: where[nK], place_expert[nK], place_token[nK], then the tiles.
+  b.table.assign(static_cast<size_t>(3 * nK + 3 * T + 1), 0);
+  int32_t* where = b.table.data();
+  int32_t* place_expert = where + nK;
+  int32_t* place_token = place_expert + nK;
+  int32_t* tile_expert = place_token + nK;
+  int32_t* tile_col0 = tile_expert + T;
+  int32_t* tile_ncols = tile_col0 + T;
+  int32_t& n_tiles = tile_ncols[T];
+  for (int64_t i = 0; i < nK; ++i) {
+    const int32_t e = b.sel[static_cast<size_t>(i)];
+    const int32_t pl = b.first[static_cast<size_t>(e)] + b.fill[static_cast<size_t>(e)]++;
+    where[i] = pl;
+    place_expert[pl] = b.slot_of[static_cast<size_t>(e)];
+    place_token[pl] = static_cast<int32_t>(i / K);
+  }
+  for (uint32_t e : b.experts) {
+    if (b.slot_of[e] < 0) continue;
+    for (int32_t c = 0; c < b.count[e]; c += static_cast<int32_t>(gpu::kTileColumns)) {
+      if (n_tiles >= T) return Internal("MoeSplit: more expert tiles than the shape allows");
+      tile_expert[n_tiles] = b.slot_of[e];
+      tile_col0[n_tiles] = b.first[e] + c;
+      tile_ncols[n_tiles] = std::min<int32_t>(b.count[e] - c, static_cast<int32_t>(gpu::kTileColumns));
+      ++n_tiles;
+    }
+  }
+
+  WorkspaceScope scope(*p.ws);
+  const DevicePtr table = Take(*p.ws, I(3 * nK + 3 * T + 1));
+  const DevicePtr g = Take(*p.ws, F(nK * shape.ff));
+  const DevicePtr u = Take(*p.ws, F(nK * shape.ff));
+  const DevicePtr results = Take(*p.ws, F(nK * E));
+  const DevicePtr xq_h = Take(*p.ws, gpu::QuantizedBytes(n, E));
+  const DevicePtr xq_g = Take(*p.ws, gpu::QuantizedBytes(nK, shape.ff));
+  if (!xq_g) return p.ws->Exhausted("MoE experts (split)");
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(table, b.table.data(), I(3 * nK + 3 * T + 1), stream_));
+  transfers_.up_bytes += I(3 * nK + 3 * T + 1);
+  ++transfers_.up_calls;
+  const DevicePtr d_where = table, d_place_expert = table + I(nK), d_place_token = table + I(2 * nK),
+                  d_tiles = table + I(3 * nK);
+
+  // The device's experts: launched, not waited for.
+  if (n_dev > 0) {
+    const DevicePtr base = Address(split.SlotBuffer());
+    if (!base) return Internal("MoeSplit: the slot buffer is not this backend's");
+    const uint64_t stride = split.SlotBytes();
+    int32_t any = -1;
+    for (uint32_t e : b.experts) any = std::max(any, b.slot_of[e]);
+    const SwiGluMatrices& sm = split.SlotMatrices(any);
+    const BufferMatrix* in[3] = {&sm.gate, &sm.up, &sm.down};
+    gpu::DeviceMatrix w[3];
+    for (int k = 0; k < 3; ++k) {
+      const BufferMatrix& m = *in[k];
+      const uint64_t at_slot = static_cast<uint64_t>(any) * stride;
+      if (m.offset < at_slot || !CanMultiply(m.type)) return Internal("MoeSplit: a slot's matrices are not usable");
+      w[k] = gpu::DeviceMatrix{m.type, base + (m.offset - at_slot), m.row_bytes, m.rows, m.cols, stride};
+    }
+    // Every slot this layer runs holds one of its experts: the same types and shapes.
+    for (uint32_t e : b.experts) {
+      if (b.slot_of[e] < 0) continue;
+      const SwiGluMatrices& o = split.SlotMatrices(b.slot_of[e]);
+      if (o.gate.type != sm.gate.type || o.up.type != sm.up.type || o.down.type != sm.down.type ||
+          o.gate.rows != sm.gate.rows || o.down.rows != sm.down.rows || o.gate.cols != sm.gate.cols)
+        return Internal(StrFormat("MoeSplit: slots %d and %d of layer %d hold matrices of different shapes",
+                                  b.slot_of[e], any, il));
+    }
+    gpu::ExpertPlaces places;
+    places.n_places = n_dev;
+    places.place_expert = d_place_expert;
+    places.per_place = shape.per_place;
+    places.tile_expert = d_tiles;
+    places.tile_col0 = d_tiles + I(T);
+    places.tile_ncols = d_tiles + I(2 * T);
+    places.n_tiles = d_tiles + I(3 * T);
+    places.max_tiles = shape.max_tiles;
+    places.place_xcol = d_place_token;
+    auto xstride = [](const gpu::DeviceMatrix& m) { return gpu::QuantizesActivations(m.type) ? m.cols / 32 : m.cols; };
+    gpu::PreparedInput hin(L(), h, n, E, xq_h);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr xg, hin.For(w[0]));
+    STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[0], xg, xstride(w[0]), places, g));
+    STRATA_ASSIGN_OR_RETURN(DevicePtr xu, hin.For(w[1]));
+    STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[1], xu, xstride(w[1]), places, u));
+    gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), n_dev * shape.ff};
+    STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
+    places.place_xcol = 0;
+    gpu::PreparedInput gin(L(), g, n_dev, shape.ff, xq_g);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr xd, gin.For(w[2]));
+    STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[2], xd, xstride(w[2]), places, results));
+  }
+
+  // The host's experts, meanwhile: each one's rows gathered in place order,
+  // its results written where its places are.
+  const Clock::time_point th = Clock::now();
+  const int64_t n_host = nK - n_dev;
+  b.y.resize(static_cast<size_t>(n_host * E));
+  b.xe.resize(static_cast<size_t>(n * E));
+  for (uint32_t e : b.experts) {
+    if (b.slot_of[e] >= 0) {
+      ++times.device_experts;
+      continue;
+    }
+    ++times.host_experts;
+    const int64_t p0 = b.first[e], m = b.count[e];
+    for (int64_t r = 0; r < m; ++r)
+      std::memcpy(&b.xe[static_cast<size_t>(r * E)], &b.x[static_cast<size_t>(place_token[p0 + r] * E)], F(E));
+    STRATA_RETURN_IF_ERROR(split.RunOnHost(il, e, b.xe.data(), m, &b.y[static_cast<size_t>((p0 - n_dev) * E)]));
+  }
+  times.host += since(th);
+  if (p.opt->op_times && n_dev > 0) {  // timed (--bench): how long the device's experts outlast the host's
+    const Clock::time_point tw = Clock::now();
+    STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+    times.device_wait += since(tw);
+  }
+  if (n_host > 0) {
+    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(results + F(n_dev * E), b.y.data(), F(n_host * E), stream_));
+    transfers_.up_bytes += F(n_host * E);
+    ++transfers_.up_calls;
+    times.up_bytes += F(n_host * E);
+  }
+  gpu::MoeCombineArgs c{};
+  c.results = AsPtr<const float>(results);
+  c.where = AsPtr<const int32_t>(d_where);
+  c.wts = AsPtr<const float>(wts);
+  c.out = AsPtr<float>(out);
+  c.n = static_cast<int32_t>(n), c.k = static_cast<int32_t>(K), c.cols = static_cast<int32_t>(E);
+  STRATA_RETURN_IF_ERROR(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
+  return split.EndLayer();
 }
 
 }  // namespace strata

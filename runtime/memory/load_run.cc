@@ -7,6 +7,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/memory/plan_format.h"
 #include "runtime/model/backend_factory.h"
+#include "runtime/model/fast_backend.h"
 
 namespace strata {
 
@@ -71,11 +72,16 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   return run;
 }
 
-Result<CpuBackend*> HostTierEngine(const LoadedRun& run) {
+Result<CpuBackend*> HostTierEngine(LoadedRun& run) {
   if (run.host_engine) return run.host_engine;
-  return Unsupported(StrFormat("the host expert tier beside the %s backend needs a CPU engine of its own, which "
-                               "this build does not make yet: run without --expert-device",
-                               run.backend->name().c_str()));
+  if (!run.own_host_engine) {
+    FastBackend::Options fo;
+    fo.threads = run.options.threads;
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> cpu, FastBackend::Create(fo));
+    STRATA_RETURN_IF_ERROR(cpu->Bind(*run.model));
+    run.own_host_engine = std::move(cpu);
+  }
+  return run.own_host_engine.get();
 }
 
 Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(LoadedRun& run, const RunMemoryOptions& memory,
@@ -101,7 +107,10 @@ Result<std::unique_ptr<PlannedRun>> PlanAndAllocate(LoadedRun& run, const RunMem
   if (!plan.Fits()) return ResourceExhausted(FormatRefusal(plan));
   if (run.bind_pending) {
     const auto t0 = std::chrono::steady_clock::now();
-    STRATA_RETURN_IF_ERROR(run.backend->Bind(*run.model));
+    // The split: the routed experts stay in host RAM (the host tier reads
+    // the mapping; the device tier's slots are filled at AllocateRun).
+    STRATA_RETURN_IF_ERROR(planned->setup.split ? run.backend->BindWithoutRoutedExperts(*run.model)
+                                                : run.backend->Bind(*run.model));
     run.bind_pending = false;
     std::fprintf(stderr, "%s: weights on %s: %s in %.2f s\n", who.c_str(), run.backend->name().c_str(),
                  HumanBytes(run.backend->transfers().weight_bytes).c_str(),

@@ -54,6 +54,9 @@ struct LoadedRun {
   // The CPU engine the host expert tier runs on: the backend itself on a CPU
   // run; null beside a device backend (HostTierEngine says what then).
   CpuBackend* host_engine = nullptr;
+  // Beside a device backend: the host tier's own CPU engine (HostTierEngine
+  // makes it when the plan splits the experts).
+  std::unique_ptr<CpuBackend> own_host_engine;
   int64_t n_ctx = 0;             // resolved and checked against the training context
   // A device backend made before its plan was checked: PlanAndAllocate
   // uploads the weights (Bind) once the plan fits.
@@ -66,12 +69,11 @@ struct LoadedRun {
 
 Result<LoadedRun> LoadRun(const LoadOptions& options);
 
-// The CPU engine for the host expert tier of a plan that has expert tiers.
-// TODO(gpu): beside a device backend, make a FastBackend of its own here
-// (the run's threads, bound to the model), owned by the LoadedRun, and count
-// its scratch in the plan's host-tier lines; until a device backend exists
-// this is refused as unsupported.
-Result<CpuBackend*> HostTierEngine(const LoadedRun& run);
+// The CPU engine for the host expert tier of a plan that has expert tiers:
+// the run's own backend on a CPU run; beside a device backend, a
+// FastBackend of its own (the run's threads, bound to the model), made once
+// and owned by the run.
+Result<CpuBackend*> HostTierEngine(LoadedRun& run);
 
 struct PlannedRun {
   RunSetup setup;                  // the plan (setup.plan) and what the allocations use

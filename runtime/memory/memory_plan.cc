@@ -8,17 +8,13 @@
 #include "runtime/base/strings.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/experts/tiered_executor.h"
+#include "runtime/model/kernel_coverage.h"
 #include "runtime/model/sequence_state.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/quant/ggml_type.h"
 
 namespace strata {
 namespace {
-
-bool IsRoutedExpert(const TensorView& t) {
-  return t.expert_count > 0 && (t.role == TensorRole::kFfnGateExps || t.role == TensorRole::kFfnUpExps ||
-                                t.role == TensorRole::kFfnDownExps);
-}
 
 // The host tier reads this view for this expert tensor (decode copy or native).
 const TensorView& HostRead(const Model& m, const TensorView& t, bool decode_copies) {
@@ -189,16 +185,20 @@ void AddWeightLines(const PlanScope& s) {
   const MemoryPlace mapped = MemoryPlace::Mapped();
   // A device backend that holds its own copy of every tensor reads the
   // mapping once, at load: nothing of it need stay resident.
-  const uint64_t copy = s.backend.ResidentWeightBytes(model);
+  // The split (a device tier on the backend itself): its copy leaves the
+  // routed experts out; the host tier reads them from the mapping.
+  const bool split = s.tier && s.in.tier.backend == &s.backend;
+  const uint64_t copy = s.backend.ResidentWeightBytes(model) - (split ? s.backend.RoutedExpertBytes(model) : 0);
   const bool uploaded = copy > 0 && s.own.kind == MemoryPlace::Kind::kDevice;
+  const bool experts_uploaded = uploaded && !split;
   s.Add(PlanItem::kWeightsDense, mapped, "weights: dense", dense, !uploaded,
         uploaded ? StrFormat("%u tensors, read once at load into the backend's copy on device %d", n_dense, s.own.device)
                  : StrFormat("%u tensors (attention, norms, routers, embeddings, output head), read every token",
                              n_dense));
   if (hp.n_expert) {
-    s.Add(PlanItem::kExpertsHostTier, mapped, uploaded ? "weights: experts" : "weights: experts, host tier",
-          experts_read, !uploaded,
-          uploaded ? StrFormat("routed experts, read once at load into the backend's copy on device %d", s.own.device) :
+    s.Add(PlanItem::kExpertsHostTier, mapped, experts_uploaded ? "weights: experts" : "weights: experts, host tier",
+          experts_read, !experts_uploaded,
+          experts_uploaded ? StrFormat("routed experts, read once at load into the backend's copy on device %d", s.own.device) :
           StrFormat("routed experts the host tier may run (%s), read as routed%s",
                     !n_copies            ? "native blobs; the pack has no decode copies"
                     : in.decode_copies ? "Q8_0 decode copies where present, else native"
@@ -217,8 +217,12 @@ void AddWeightLines(const PlanScope& s) {
         "read at open (tokenizer, tensor table); not touched afterwards");
   if (copy)
     s.Add(PlanItem::kBackendWeights, s.own, "weights: the backend's own copy", copy, true,
-          StrFormat("the %s backend keeps every tensor in its own memory (multiplied on: %s; docs/backends.md)",
-                    s.backend.name().c_str(), std::string(PlacementName(s.backend.WeightPlacement())).c_str()));
+          split ? StrFormat("the %s backend keeps every tensor but the routed experts in its own memory "
+                            "(multiplied on: %s; the experts: device tier slots and host tier, docs/experts-split.md)",
+                            s.backend.name().c_str(),
+                            std::string(PlacementName(s.backend.WeightPlacement())).c_str())
+                : StrFormat("the %s backend keeps every tensor in its own memory (multiplied on: %s; docs/backends.md)",
+                            s.backend.name().c_str(), std::string(PlacementName(s.backend.WeightPlacement())).c_str()));
 }
 
 // What the backend allocates for the run: the sequences' states, the

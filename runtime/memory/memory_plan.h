@@ -114,6 +114,7 @@ struct MemoryPlan {
   std::vector<std::string> Problems() const;
   std::vector<std::string> advice;  // what to change (PlanAdvice), when it does not fit
   std::vector<std::string> notes;   // how the inputs were read (e.g. a slot count capped at the expert count)
+  std::vector<std::string> split;   // the VRAM/RAM split's forecast (SplitForecast::Lines), when the experts are split
 };
 
 // The plan for these inputs: every line, placed; advice and notes empty.

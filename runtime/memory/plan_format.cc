@@ -24,6 +24,10 @@ std::string FormatPlan(const MemoryPlan& plan) {
                      l.how.c_str());
   out += "  (mapped*: mapped, not expected to stay resident; not counted against the RAM budget)\n";
   for (const std::string& n : plan.notes) out += "  note: " + n + "\n";
+  if (!plan.split.empty()) {
+    out += "\n  the split of the routed experts between VRAM and RAM:\n";
+    for (const std::string& l : plan.split) out += "    " + l + "\n";
+  }
   out += "\n";
   const uint64_t dev_host = plan.DeviceInHostRam();
   out += StrFormat("  RAM      %s needed = heap %s + resident weights %s%s; budget %s (%s): %s\n",

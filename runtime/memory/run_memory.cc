@@ -36,26 +36,56 @@ Result<std::string> AskLargePages(const RunMemoryOptions& o, const Backend& back
   return "large pages: off (" + lp.why + ")";
 }
 
+// A device backend holding the routed experts among its weights: a GPU run
+// of an MoE model, whose experts can be split between VRAM and host RAM.
+bool SplitsExperts(const Model& model, const Backend& backend) {
+  return model.hp().n_expert > 0 && backend.BufferPlace().kind == MemoryPlace::Kind::kDevice &&
+         backend.RoutedExpertBytes(model) > 0;
+}
+
 // --expert-device: the device tier's device. `cpu` simulates one: a CPU
 // backend of its own (host RAM, a FastBackend's kernels), shown as device 0.
-// TODO(gpu): with a device backend, the tier goes on the run's backend
-// itself (its memory, its SlotSwiGlu; TierDevice{&backend, backend.name(),
-// backend.BufferPlace(), false}); PlanRun then needs the backend non-const.
-Status ChooseTierDevice(const Model& model, const RunMemoryOptions& o, const RunShape& shape, RunSetup* s) {
+// On a GPU backend the device tier is the GPU itself (SplitTierOnDevice).
+Status ChooseTierDevice(const Model& model, const Backend& backend, const RunMemoryOptions& o, const RunShape& shape,
+                        RunSetup* s) {
   if (o.expert_device == "none") return Status::Ok();
   if (o.expert_device != "cpu")
     return InvalidArgument("--expert-device '" + Printable(o.expert_device) +
-                           "': expected none or cpu (a simulated device in host RAM; a GPU backend, --backend "
-                           "cuda|hip, holds every expert on its device)");
+                           "': expected none or cpu (a simulated device in host RAM; on a GPU backend, --backend "
+                           "cuda|hip, the device tier is the GPU: --expert-slots N|auto)");
   if (model.hp().n_expert == 0)
     return InvalidArgument("--expert-device: the model has no routed experts (" + std::string(ArchName(model.arch())) +
                            ")");
+  if (backend.BufferPlace().kind == MemoryPlace::Kind::kDevice)
+    return InvalidArgument("--expert-device cpu simulates a device tier for a CPU run; on the " + backend.name() +
+                           " backend the device tier is the GPU itself: leave --expert-device out (--expert-slots "
+                           "N|auto sets its slots)");
   FastBackend::Options fo;
   fo.threads = shape.threads;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FastBackend> device, FastBackend::Create(fo));
   s->inputs.tier = TierDevice{device.get(), "cpu (simulated device tier, " + device->name() + ")",
                               MemoryPlace::Device(0), /*host_ram=*/true};
   s->simulated_device = std::move(device);
+  return Status::Ok();
+}
+
+// A GPU run of an MoE model: every routed expert on the device when the
+// whole model fits its budget and --expert-slots is auto; else the split:
+// the device tier's slots in VRAM (as many as fit, or --expert-slots N,
+// filled from the expert profile) and the other experts on the host tier.
+Status SplitTierOnDevice(const Model& model, Backend& backend, const RunMemoryOptions& o, RunSetup* s) {
+  if (!SplitsExperts(model, backend)) {
+    if (o.expert_slots >= 0 && backend.BufferPlace().kind == MemoryPlace::Kind::kDevice)
+      return InvalidArgument(StrFormat("--expert-slots %d: the model has no routed experts to split",
+                                       o.expert_slots));
+    return Status::Ok();
+  }
+  if (o.expert_slots < 0) {
+    STRATA_ASSIGN_OR_RETURN(MemoryPlan whole, PlanMemory(s->inputs));
+    if (whole.DeviceFits()) return Status::Ok();
+  }
+  s->inputs.tier = TierDevice{&backend, backend.name(), backend.BufferPlace(), /*host_ram=*/false};
+  s->split = true;
   return Status::Ok();
 }
 
@@ -134,7 +164,7 @@ Status ChooseSlots(const Model& model, const RunMemoryOptions& o, PlanInputs* in
 
 }  // namespace
 
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const Backend& backend, const RunMemoryOptions& o,
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, Backend& backend, const RunMemoryOptions& o,
                          const RunShape& shape) {
   const HParams& hp = model.hp();
   RunSetup s;
@@ -154,13 +184,21 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const Backend& ba
   in.decode_copies = o.decode_copies;
   in.ram = RamBudget(o.ram_budget ? &*o.ram_budget : nullptr, o.reserve);
   STRATA_ASSIGN_OR_RETURN(s.large_pages, AskLargePages(o, backend, &in.large_page_bytes));
-  STRATA_RETURN_IF_ERROR(ChooseTierDevice(model, o, shape, &s));
+  STRATA_RETURN_IF_ERROR(ChooseTierDevice(model, backend, o, shape, &s));
   STRATA_RETURN_IF_ERROR(SetDeviceBudgets(backend, o, &in));
+  STRATA_RETURN_IF_ERROR(SplitTierOnDevice(model, backend, o, &s));
+  if (!in.tier.backend && (o.expert_pinned > 0 || o.expert_slots > 0))
+    return InvalidArgument("--expert-slots/--expert-pinned need a device tier: give --expert-device cpu, or run on a "
+                           "GPU backend (--backend cuda|hip)");
   STRATA_RETURN_IF_ERROR(ReadHotness(pack, model, o, &s));
   STRATA_RETURN_IF_ERROR(ChooseSlots(model, o, &in));
 
   STRATA_ASSIGN_OR_RETURN(s.plan, PlanMemory(in));
   if (!s.plan.Fits()) s.plan.advice = PlanAdvice(in);
+  if (s.split) {
+    STRATA_ASSIGN_OR_RETURN(s.forecast, ForecastSplit(in, o.split_rates));
+    s.plan.split = s.forecast->Lines();
+  }
   const int32_t all = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
   if (in.tier.backend && o.expert_slots > all)
     s.plan.notes.push_back(StrFormat("--expert-slots %d is more than the model's %d routed experts (%u layers x %u): "

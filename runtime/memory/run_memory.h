@@ -26,6 +26,7 @@
 #include "runtime/experts/expert_slots.h"
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/memory/memory_plan.h"
+#include "runtime/memory/split_forecast.h"
 #include "runtime/model/sequence_state.h"
 #include "runtime/model/workspace.h"
 
@@ -54,6 +55,7 @@ struct RunMemoryOptions {
   double expert_half_life = 0;           // LFRU half-life in accesses (0: default)
   bool decode_copies = true;             // the host tier reads decode copies when present
   std::string expert_profile;            // a routing trace to take the hotness from (the pack's profile wins)
+  SplitRates split_rates;                // --split-rates: the forecast's bandwidth model
 };
 
 // What the run itself looks like.
@@ -71,6 +73,11 @@ struct RunSetup {
   // simulated device; inputs.tier names it). On the heap, like the hotness,
   // so inputs' pointers stay valid when the setup moves.
   std::unique_ptr<Backend> simulated_device;
+  // The routed experts are split between the run's own device backend (the
+  // device tier: inputs.tier names the backend itself) and the host tier;
+  // the backend binds without them (Backend::BindWithoutRoutedExperts).
+  bool split = false;
+  std::optional<SplitForecast> forecast;  // with the split
   std::unique_ptr<const ExpertHotness> hotness;
   PlanInputs inputs;
   MemoryPlan plan;
@@ -82,7 +89,7 @@ struct RunSetup {
 // device, a profile that does not match the model), a profile that cannot be
 // read. A plan that does not fit is returned with its advice, not an error:
 // check plan.Fits(). pack, model and backend must outlive the result.
-Result<RunSetup> PlanRun(const Pack& pack, const Model& model, const Backend& backend,
+Result<RunSetup> PlanRun(const Pack& pack, const Model& model, Backend& backend,
                          const RunMemoryOptions& options, const RunShape& shape);
 
 struct RunMemory {

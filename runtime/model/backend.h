@@ -119,6 +119,13 @@ class Backend {
   // model's weights (0 when it reads the host mapping).
   virtual Placement WeightPlacement() const { return Placement::kCpu; }
   virtual uint64_t ResidentWeightBytes(const Model& /*model*/) const { return 0; }
+  // The split of experts between a device and host RAM (docs/experts-split.md):
+  // Bind without the routed experts (gate, up and down of every layer's
+  // experts), which then run from the device tier's slots or on the host
+  // tier; RoutedExpertBytes is the part of ResidentWeightBytes they are.
+  // Default: a backend that reads the host mapping has nothing to leave out.
+  virtual Status BindWithoutRoutedExperts(const Model& model) { return Bind(model); }
+  virtual uint64_t RoutedExpertBytes(const Model& /*model*/) const { return 0; }
   // Whether it has a kernel for matrices of this type: MakeBackend refuses a
   // model with a matrix it cannot multiply, and the device tier an expert.
   virtual bool CanMultiply(GgmlType type) const = 0;

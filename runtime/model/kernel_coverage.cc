@@ -84,6 +84,8 @@ bool IsRoutedExpertRole(TensorRole role) {
   return role == TensorRole::kFfnGateExps || role == TensorRole::kFfnUpExps || role == TensorRole::kFfnDownExps;
 }
 
+bool IsRoutedExpert(const TensorView& t) { return t.expert_count > 0 && IsRoutedExpertRole(t.role); }
+
 ScopedKernelLessTypesForTesting::ScopedKernelLessTypesForTesting(std::initializer_list<GgmlType> types)
     : previous_(KernelLessTypes()) {
   KernelLessTypes().assign(types.begin(), types.end());

@@ -27,6 +27,7 @@
 #include "runtime/arch/arch_spec.h"
 #include "runtime/base/status.h"
 #include "runtime/kernels/cpu_features.h"
+#include "runtime/pack/pack_reader.h"
 #include "runtime/quant/ggml_type.h"
 
 namespace strata {
@@ -64,6 +65,8 @@ KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa = kBaseli
 bool IsMultipliedOnCpu(TensorRole role, uint32_t rank, bool tied_output);
 // Routed expert tensors (ffn_{gate,up,down}_exps).
 bool IsRoutedExpertRole(TensorRole role);
+// A routed expert tensor: one of those roles, with its experts stacked.
+bool IsRoutedExpert(const TensorView& t);
 
 // Test hook: makes CpuKernelSupport and GpuKernelSupport report kNone for these types (as if this
 // build had no kernel for them) while the object lives. Not thread-safe;

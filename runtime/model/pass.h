@@ -13,8 +13,11 @@
 
 namespace strata {
 
+class Backend;
+class BackendBuffer;
 class Model;
 class Workspace;
+struct SwiGluMatrices;
 struct SequenceState;
 
 // Routing observed during a forward pass (for expert profiles and traces).
@@ -32,11 +35,54 @@ class RoutingObserver {
 // from a device tier and the rest on the host, from native blobs or Q8_0
 // decode copies. x and y are host memory: the backend hands an expert's rows
 // over and takes its output back (TransferCounts counts both).
+class ExpertSplit;
 class ExpertExecutor {
  public:
   virtual ~ExpertExecutor() = default;
   // y[m x n_embd] = down_e(silu(gate_e x) * up_e x) for the m rows of x.
   virtual Status RunExpert(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
+  // The split of experts between `backend` and the host, when the device
+  // tier's slots are that backend's own memory (a GPU run whose experts do
+  // not all fit its VRAM); null otherwise, and the backend calls RunExpert.
+  virtual ExpertSplit* SplitOn(const Backend& /*backend*/) { return nullptr; }
+};
+
+// The VRAM/RAM split as the backend that runs the pass and holds the device
+// tier sees it (docs/experts-split.md). For each MoE layer of a pass it
+// downloads the routing, asks Assign which experts run from slots, runs
+// those itself (one grouped launch over the slot buffer) while the host
+// tier runs the others (RunOnHost), sums both, and calls EndLayer, which
+// uploads the experts the cache admitted, ordered after the layer's
+// products (so a slot evicted in this layer is not overwritten under them).
+class ExpertSplit {
+ public:
+  // Where the split's MoE layers spent their time (seconds, summed over
+  // layers): waiting for the routing to come down (the device's work before
+  // it included), the host tier's experts, and, when the pass is timed
+  // (ForwardOptions::op_times, --bench), the wait for the device's experts
+  // after the host's were done.
+  struct Times {
+    uint64_t layers = 0, device_experts = 0, host_experts = 0;
+    double route_wait = 0, host = 0, device_wait = 0;
+    uint64_t down_bytes = 0, up_bytes = 0;  // rows and routing down, host results up (not slot uploads)
+  };
+  virtual ~ExpertSplit() = default;
+  Times& times() { return times_; }
+  // For each of a layer's distinct experts, rows[i] tokens each: the slot
+  // it runs from in this layer, or -1 (the host tier runs it).
+  virtual Status Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
+                        std::span<int32_t> slots) = 0;
+  // An expert Assign gave to the host: y[m x n_embd] for the m rows of x.
+  virtual Status RunOnHost(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
+  virtual Status EndLayer() = 0;
+  // The slots: one buffer of the backend, slot s at s * SlotBytes(); the
+  // matrices slot s holds (offsets within the buffer).
+  virtual const BackendBuffer& SlotBuffer() const = 0;
+  virtual uint64_t SlotBytes() const = 0;
+  virtual const SwiGluMatrices& SlotMatrices(int32_t slot) const = 0;
+
+ private:
+  Times times_;
 };
 
 // How gated delta-net layers run a prompt's recurrence (decode steps are

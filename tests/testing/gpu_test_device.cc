@@ -1,5 +1,9 @@
 #include "tests/testing/gpu_test_device.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <cstdlib>
 #include <string_view>
 
@@ -59,6 +63,17 @@ std::string TestMatrixName(GpuTestMatrix m) {
     case GpuTestMatrix::kSmoke: return "smoke subset (Windows build)";
   }
   return "?";
+}
+
+double NormalizedError(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double ss = 0, mx = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    ss += static_cast<double>(want[i]) * static_cast<double>(want[i]);
+    mx = std::max(mx, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+  }
+  return mx / (std::sqrt(ss / static_cast<double>(want.size())) + 1e-30);
 }
 
 }  // namespace strata::testing

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/base/status.h"
 #include "runtime/gpu/device.h"
@@ -34,5 +35,9 @@ enum class GpuTestMatrix { kFull, kTails, kSmoke };
 // This build's share: kFull (optimized), kTails (sanitizers), kSmoke (Windows).
 GpuTestMatrix TestMatrix();
 std::string TestMatrixName(GpuTestMatrix m);
+
+// max |got - want| over the RMS of want (infinity for a size mismatch or a
+// non-finite value): how the GPU tests compare logits and activations.
+double NormalizedError(const std::vector<float>& got, const std::vector<float>& want);
 
 }  // namespace strata::testing
