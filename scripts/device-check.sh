@@ -22,7 +22,11 @@
 #            layers (written there by strata-make-gguf, packed by strata-pack):
 #            prefill 512 and 4096 tokens, decode, and the device's copy
 #            bandwidth measured in the same run; STRATA_DEVICE_CHECK_FULL=1
-#            adds Qwen3-30B-A3B at its 48 layers (about 17 GB, on disk there).
+#            adds Qwen3-30B-A3B at its 48 layers (about 17 GB, on disk there);
+#         5. the VRAM/RAM split of the routed experts: the 30B-A3B shape with
+#            --vram-budget 2G, 4G and 6G at 12 layers (8, 16 and 24 GB cards
+#            scaled to a quarter of the layers; 8G, 16G, 24G at 48 layers with
+#            STRATA_DEVICE_CHECK_FULL=1), and the split's conformance tests.
 #       Each step has a time limit; a failed step is recorded and the next
 #       one runs (a failure is a finding). RESULTS (default $OUT, else
 #       DIR/results) gets one log per step and summary.md. Meant to finish
@@ -146,6 +150,7 @@ run_checks() {
   for f in "$dir"/data/conformance/*.prompt.json; do
     n=$(basename "$f" .prompt.json)
     filter+="${filter:+:}Fixtures/Conformance.GpuBackendMatchesNativeWithinTheFastPathTolerance/${n//[-.]/_}"
+    filter+=":Fixtures/Conformance.ExpertSplitBetweenVramAndRamMatchesNativeWithinTheFastPathTolerance/${n//[-.]/_}"
   done
   step conformance 120 "$bin/conformance_test" --gtest_filter="$filter"
   # 4. Speed on real shapes, with the copy bandwidth of the same run.
@@ -163,6 +168,17 @@ run_checks() {
       -p "$pp_short" -n 64 --bench-reps "$reps"
     step "bench-$preset-pp$pp_long" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
       -p "$pp_long" -n 16 --bench-reps "$reps"
+    # 5. The VRAM/RAM split (docs/experts-split.md) on the 30B-A3B shape:
+    #    consumer cards of 8, 16 and 24 GB emulated by --vram-budget, scaled
+    #    to the 12 layers here (a quarter of 48: 2, 4 and 6 GiB).
+    if [[ "$preset" == qwen3-30b-a3b ]]; then
+      local budget
+      for budget in 2G 4G 6G; do
+        [[ "$dry" == 1 ]] && budget=${budget%G}M
+        step "split-$preset-vram$budget" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
+          -p "$pp_short" -n 64 --bench-reps "$reps" --vram-budget "$budget" --expert-stats
+      done
+    fi
     rm -f "$work/$preset.strata"
   done
   if [[ "${STRATA_DEVICE_CHECK_FULL:-0}" == 1 && "$dry" != 1 ]]; then
@@ -171,6 +187,11 @@ run_checks() {
       --no-probe && rm -f '$work/full.gguf'"
     step bench-qwen3-30b-a3b-48 200 "$bin/strata-run" "$work/full.strata" --backend cuda --bench -p 512 -n 64 \
       --bench-reps 3
+    local budget
+    for budget in 8G 16G 24G; do
+      step "split-qwen3-30b-a3b-48-vram$budget" 200 "$bin/strata-run" "$work/full.strata" --backend cuda --bench \
+        -p 512 -n 64 --bench-reps 3 --vram-budget "$budget" --expert-stats
+    done
     rm -f "$work/full.strata"
   fi
   {
@@ -178,7 +199,8 @@ run_checks() {
     echo "Total $(( $(date +%s) - t0 )) s; $failures step(s) failed. The bench lines:"
     echo
     echo '```'
-    grep -h -E '^\{"arch"|device copy bandwidth|rep 1:' "$results"/bench-*.log 2>/dev/null || true
+    grep -h -E '^\{"arch"|device copy bandwidth|rep 1:|VRAM/RAM split|experts:' "$results"/bench-*.log \
+      "$results"/split-*.log 2>/dev/null || true
     echo '```'
   } >>"$summary"
   cat "$summary"

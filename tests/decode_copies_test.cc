@@ -405,6 +405,47 @@ TEST(KernelCoverage, GpuTargetsCheckTheDeviceKernelsOfThisBuild) {
 
 // The GPU backend refuses, at load, a tensor whose type has no device kernel,
 // naming it; with a Q8_0 decode copy of it, it runs the copy.
+// --vram-budget with a GPU target: the routed experts may be split between
+// VRAM and RAM (docs/experts-split.md), so what the host tier reads (the
+// decode copy where there is one) needs a kernel on both sides.
+TEST(KernelCoverage, SplitNeedsAKernelOnBothSides) {
+  if (!PlacementBuilt(Placement::kCuda))
+    GTEST_SKIP() << "this build has no CUDA images (GpuTargetsCheckTheDeviceKernelsOfThisBuild checks that failure)";
+  std::string dir = testing::ScratchDir("coverage_split");
+  const std::string gguf = Q2_0ExpertsModel(dir);
+  ASSERT_TRUE(testing::PackFile(gguf, dir + "/plain.strata", Fast()).ok());
+  ASSERT_TRUE(testing::PackFile(gguf, dir + "/copies.strata", WithCopies()).ok());
+  ValidateOptions o;
+  o.target = Placement::kCuda;
+  o.vram_budget = uint64_t{8} << 30;
+  for (const char* name : {"plain", "copies"}) {
+    ValidateReport rep = ValidatePack(dir + "/" + name + ".strata", o);
+    EXPECT_TRUE(rep.ok()) << ValidateReportText(rep);
+    EXPECT_THAT(ValidateReportText(rep), HasSubstr("split (--vram-budget 8.00 GiB): 12 routed expert matrices, each "
+                                                   "with a cuda and a CPU kernel"));
+  }
+  {
+    // Neither side has a Q2_0 kernel (the hook): the plain pack fails on
+    // the split too; its decode copies (Q8_0) run on both sides.
+    ScopedKernelLessTypesForTesting no_q2_0({GgmlType::kQ2_0});
+    ValidateReport plain = ValidatePack(dir + "/plain.strata", o);
+    EXPECT_FALSE(plain.ok());
+    EXPECT_THAT(ValidateReportText(plain), HasSubstr("'blk.0.ffn_gate_exps.weight' is read as Q2_0, which has no cuda "
+                                                     "kernel in this build: split across VRAM and RAM"));
+    ValidateReport copies = ValidatePack(dir + "/copies.strata", o);
+    EXPECT_TRUE(copies.ok()) << ValidateReportText(copies);
+  }
+  auto run = testing::RunProgram("strata-validate", {dir + "/copies.strata", "--target", "cuda", "--vram-budget", "8G"});
+  EXPECT_EQ(run.exit_code, 0) << run.err << run.out;
+  EXPECT_THAT(run.out, HasSubstr("split (--vram-budget 8.00 GiB)"));
+  auto cpu = testing::RunProgram("strata-validate", {dir + "/copies.strata", "--vram-budget", "8G"});
+  EXPECT_EQ(cpu.exit_code, 2);
+  EXPECT_THAT(cpu.err, HasSubstr("goes with --target cuda or hip"));
+  auto bad = testing::RunProgram("strata-validate", {dir + "/copies.strata", "--target", "cuda", "--vram-budget", "8Q"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--vram-budget '8Q'"));
+}
+
 TEST(KernelCoverage, GpuBackendRefusesATypeWithoutADeviceKernelOrRunsItsCopy) {
   std::string dir = testing::ScratchDir("coverage_gpu_load");
   ASSERT_TRUE(testing::PackFile(MixedModel(dir), dir + "/plain.strata", Fast()).ok());

@@ -99,12 +99,12 @@ const Clean& CleanRun() {
 }
 
 // Which fault points run: every one in the optimized build, every 4th under
-// the sanitizers, every 16th under Wine (tests/testing/gpu_test_device.h).
+// the sanitizers, every 64th under Wine (tests/testing/gpu_test_device.h).
 uint32_t Stride() {
   switch (testing::TestMatrix()) {
     case testing::GpuTestMatrix::kFull: return 1;
     case testing::GpuTestMatrix::kTails: return 4;
-    case testing::GpuTestMatrix::kSmoke: return 16;
+    case testing::GpuTestMatrix::kSmoke: return 64;
   }
   return 1;
 }

@@ -12,9 +12,11 @@
 #include "packer/packer.h"
 #include "packer/report.h"
 #include "runtime/base/main_guard.h"
+#include "runtime/memory/budgets.h"
 #include "strata/version.h"
 #include "runtime/pack/pack_reader.h"
 #include "validate/profile_svg.h"
+#include "runtime/memory/budgets.h"
 #include "validate/validator.h"
 
 namespace {
@@ -67,6 +69,10 @@ int Main(int argc, char** argv) {
                  "placement whose kernel coverage to check: cpu (default), cuda or hip (this build's device "
                  "kernels; a build without that device's images fails, saying so)");
   app.add_option("--profile-svg", svg, "draw the pack's expert profile as an SVG heat map to this file");
+  std::string vram;
+  app.add_option("--vram-budget", vram,
+                 "with --target cuda|hip: the device's memory, e.g. 8G; the routed experts may then be split between "
+                 "VRAM and RAM, so each needs a kernel on both sides");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -84,6 +90,17 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   o.target = *placement;
+  if (!vram.empty()) {
+    auto b = ParseByteSize(vram);
+    if (!b.ok() || *b == 0 || o.target == Placement::kCpu) {
+      std::fprintf(stderr, "strata-validate: --vram-budget '%s': %s\n", vram.c_str(),
+                   !b.ok() ? b.status().message().c_str()
+                   : *b == 0 ? "expected more than 0 bytes"
+                             : "goes with --target cuda or hip (the device whose memory it is)");
+      return kExitUsage;
+    }
+    o.vram_budget = *b;
+  }
   ValidateReport r = ValidatePack(inputs[0], o);
   int rc = r.ok() ? kExitOk : kExitError;
   if (!svg.empty()) {

@@ -50,7 +50,32 @@ std::string NameList(const std::vector<std::string>& names) {
 // kernel runs from its Q8_0 decode copy when the pack has one (the backend
 // picks it, as strata-run --decode-copies auto does), else it is a problem:
 // the backend would refuse the pack at load, naming the tensor.
-CheckResult CheckDeviceKernelCoverage(const Pack& p, Placement target) {
+// The split (a VRAM budget): each routed expert matrix may run on either
+// side, from what the host tier reads (its Q8_0 decode copy where the pack
+// has one, as strata-run reads by default, else the original): the device
+// runs it from a slot, the CPU from the mapping. Both need a kernel for it.
+void CheckSplitCoverage(const Pack& p, const std::string& name, uint64_t budget, CheckResult* cov, std::string* detail) {
+  size_t experts = 0;
+  for (const TensorView& t : p.tensors()) {
+    if (t.is_decode_copy || !IsRoutedExpert(t)) continue;
+    ++experts;
+    const TensorView& r = t.decode_copy >= 0 ? p.tensors()[static_cast<size_t>(t.decode_copy)] : t;
+    const bool device = GpuKernelSupport(r.type) == KernelSupport::kFast;
+    const bool cpu = CpuKernelSupport(r.type, kBaselineServingIsa) != KernelSupport::kNone;
+    if ((!device || !cpu) && cov->problems.size() < kMaxProblems)
+      cov->problems.push_back(StrFormat("tensor '%s' is read as %s%s, which has no %s kernel in this build: split "
+                                        "across VRAM and RAM (--vram-budget %s) its experts could not run on the %s "
+                                        "side (repack with --decode-copies q8_0)",
+                                        std::string(t.name).c_str(), std::string(TypeName(r.type)).c_str(),
+                                        &r != &t ? " (its decode copy)" : "", !device ? name.c_str() : "CPU",
+                                        HumanBytes(budget).c_str(), !device ? "device" : "CPU"));
+  }
+  *detail += StrFormat("; split (--vram-budget %s): %zu routed expert matrices, each with a %s and a CPU kernel for "
+                       "what the host tier reads (how many fit in VRAM: strata-run --plan)",
+                       HumanBytes(budget).c_str(), experts, name.c_str());
+}
+
+CheckResult CheckDeviceKernelCoverage(const Pack& p, Placement target, uint64_t vram_budget) {
   CheckResult cov;
   cov.name = "kernel-coverage";
   const std::string name(PlacementName(target));
@@ -81,12 +106,13 @@ CheckResult CheckDeviceKernelCoverage(const Pack& p, Placement target) {
                                        name.c_str(), name.c_str()));
     }
   }
-  cov.ok = cov.problems.empty();
   std::string detail = StrFormat("target %s (device images %s, %s): %zu matrices and tables: %zu device kernel, %zu "
                                  "Q8_0 decode copy",
                                  name.c_str(), image->targets, image->compiler, read, native, via_copy);
   if (unused_copies > 0)
     detail += StrFormat("; %zu decode copies unused there (the device reads the originals)", unused_copies);
+  if (vram_budget > 0) CheckSplitCoverage(p, name, vram_budget, &cov, &detail);
+  cov.ok = cov.problems.empty();
   cov.detail = cov.ok ? detail : cov.problems.front();
   return cov;
 }
@@ -95,10 +121,10 @@ CheckResult CheckDeviceKernelCoverage(const Pack& p, Placement target) {
 // kernel there (or a Q8_0 decode copy that has one), every row-lookup tensor
 // a dequantizer. On the CPU the build's kernel table at AVX2 (the baseline
 // serving level) decides fast or slow.
-CheckResult CheckKernelCoverage(const Pack& p, Placement target) {
+CheckResult CheckKernelCoverage(const Pack& p, Placement target, uint64_t vram_budget) {
   CheckResult cov;
   cov.name = "kernel-coverage";
-  if (target != Placement::kCpu) return CheckDeviceKernelCoverage(p, target);
+  if (target != Placement::kCpu) return CheckDeviceKernelCoverage(p, target, vram_budget);
   const bool tied = p.hparams().tied_output;
   size_t matrices = 0, fast = 0, via_copy = 0, slow_count = 0;
   std::map<GgmlType, std::vector<std::string>> slow;
@@ -320,7 +346,7 @@ ValidateReport ValidatePack(const std::string& path, const ValidateOptions& opti
 
   // 5. Kernel coverage on the target.
   Timer t_cov;
-  CheckResult cov = CheckKernelCoverage(p, options.target);
+  CheckResult cov = CheckKernelCoverage(p, options.target, options.vram_budget);
   cov.seconds = t_cov.Seconds();
   rep.info["target"] = std::string(PlacementName(options.target));
   rep.checks.push_back(cov);

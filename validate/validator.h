@@ -32,6 +32,10 @@ struct ValidateOptions {
   // --target: the placement whose kernel coverage is checked. This build
   // has only a CPU backend; cuda and hip fail, saying so.
   Placement target = Placement::kCpu;
+  // --vram-budget with a GPU target: the run may split the routed experts
+  // between the device and the CPU (docs/experts-split.md), so the coverage
+  // check holds every expert matrix to both sides' kernels. 0: no budget.
+  uint64_t vram_budget = 0;
 };
 
 struct ValidateReport {
