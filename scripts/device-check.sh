@@ -175,6 +175,9 @@ run_checks() {
       local budget
       for budget in 2G 4G 6G; do
         [[ "$dry" == 1 ]] && budget=${budget%G}M
+        # The plan's forecast first (its prediction), then the measurement.
+        step "split-plan-$preset-vram$budget" 30 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --plan \
+          --vram-budget "$budget"
         step "split-$preset-vram$budget" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
           -p "$pp_short" -n 64 --bench-reps "$reps" --vram-budget "$budget" --expert-stats
       done
@@ -189,6 +192,8 @@ run_checks() {
       --bench-reps 3
     local budget
     for budget in 8G 16G 24G; do
+      step "split-plan-qwen3-30b-a3b-48-vram$budget" 30 "$bin/strata-run" "$work/full.strata" --backend cuda --plan \
+        --vram-budget "$budget"
       step "split-qwen3-30b-a3b-48-vram$budget" 200 "$bin/strata-run" "$work/full.strata" --backend cuda --bench \
         -p 512 -n 64 --bench-reps 3 --vram-budget "$budget" --expert-stats
     done
@@ -199,7 +204,7 @@ run_checks() {
     echo "Total $(( $(date +%s) - t0 )) s; $failures step(s) failed. The bench lines:"
     echo
     echo '```'
-    grep -h -E '^\{"arch"|device copy bandwidth|rep 1:|VRAM/RAM split|experts:' "$results"/bench-*.log \
+    grep -h -E '^\{"arch"|device copy bandwidth|rep 1:|VRAM/RAM split|experts:|predicted decode' "$results"/bench-*.log \
       "$results"/split-*.log 2>/dev/null || true
     echo '```'
   } >>"$summary"

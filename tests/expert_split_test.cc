@@ -251,6 +251,34 @@ TEST(ExpertSplit, AnExpertTypeWithoutADeviceKernelIsRefusedAtStartAndRunsFromIts
   EXPECT_EQ(*logits, *want);
 }
 
+// Prefill: a miss the cache admits is uploaded before its layer runs, and
+// runs on the device, when the upload at the link's rate costs less than the
+// CPU's time on its rows; never when the link is slow. Either way the
+// logits stay the whole model's (within the CPU kernels' distance).
+TEST(ExpertSplit, APrefillMissGoesToTheDeviceWhenItsUploadCostsLessThanTheCpu) {
+  const testing::OpenedModel& t = Tiny(Arch::kQwen3Moe);
+  const Model& m = *t.model;
+  const std::vector<float> whole = WholeOnDevice(m);
+  for (double link : {1e15, 1.0}) {
+    SCOPED_TRACE("link " + std::to_string(link) + " B/s");
+    auto s = MakeSplit(*t.pack, m, 4);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_GT(s->gpu->link_bytes_per_s(), 0) << "Bind measured no link rate";
+    s->gpu->SetLinkRateForTesting(link);
+    auto logits = RunSplit(m, *s);
+    ASSERT_TRUE(logits.ok()) << logits.status().message();
+    EXPECT_LE(NormalizedError(*logits, whole), 0.02);
+    const ExpertSplit::Times& times = s->experts->SplitOn(*s->gpu)->times();
+    if (link > 1) {
+      EXPECT_GT(times.offloaded, 0u);
+      EXPECT_GE(times.offload_rows, 2 * times.offloaded);  // only batches of several rows
+      EXPECT_GT(times.offload_bytes, 0u);
+    } else {
+      EXPECT_EQ(times.offloaded, 0u);
+    }
+  }
+}
+
 // Faults at the split's new sites. Each fails its pass with an error that
 // says what, the device stays healthy, no device memory is left behind,
 // and the same split then runs to the clean run's logits within the CPU

@@ -231,6 +231,15 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
                  (b.host - a.host) * per_ms, (b.device_wait - a.device_wait) * per_ms,
                  static_cast<double>(b.down_bytes - a.down_bytes) / steps,
                  static_cast<double>(b.up_bytes - a.up_bytes) / steps);
+    // The prompt's offload decisions (the last rep's prompt: from the start
+    // of the run's split times to the prompt's end, less the reps before).
+    std::fprintf(stderr,
+                 "  VRAM/RAM split, prefill: %llu CPU experts moved to the device over the run (%llu rows, %s "
+                 "uploaded): upload at the link's %.1f GB/s (measured at start) against the CPU's time, the larger of "
+                 "reading the expert at %.0f GB/s (host RAM, the plan's rate) and %.3f ms per row (measured)\n",
+                 static_cast<unsigned long long>(b.offloaded), static_cast<unsigned long long>(b.offload_rows),
+                 HumanBytes(b.offload_bytes).c_str(), b.link_bytes_per_s / 1e9, b.host_read_gbs,
+                 b.host_seconds_per_row * 1e3);
   }
   // The device's copy bandwidth, measured now, beside what decode read.
   auto copy = backend.DeviceCopyGBs();

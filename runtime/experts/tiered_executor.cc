@@ -1,6 +1,7 @@
 #include "runtime/experts/tiered_executor.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/base/strings.h"
 
@@ -139,8 +140,23 @@ ExpertSplit* TieredExpertExecutor::SplitOn(const Backend& backend) {
   return device_.backend == &backend ? this : nullptr;  // with no slots, every expert goes to the host
 }
 
+// A miss the cache admitted goes to the device now when uploading it costs
+// less than the CPU's work on its rows: the upload at the measured link
+// rate against the CPU's time, the larger of reading the expert once at host
+// RAM's rate and its rows at the measured time per row. The device's own
+// time on the expert is taken as small beside both (an assumption until a
+// GPU measures it). A slot another expert of this layer reads is never
+// overwritten before the layer runs.
+bool TieredExpertExecutor::Offload(uint64_t bytes, int64_t rows, double link_bytes_per_s) const {
+  if (link_bytes_per_s <= 0 || rows < 2) return false;
+  const double upload = static_cast<double>(bytes) / link_bytes_per_s;
+  const double host = std::max(static_cast<double>(bytes) / (options_.host_read_gbs * 1e9),
+                               host_s_per_row_ * static_cast<double>(rows));
+  return upload < host;
+}
+
 Status TieredExpertExecutor::Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
-                                    std::span<int32_t> slots) {
+                                    std::span<int32_t> slots, double link_bytes_per_s) {
   const HParams& hp = model_.hp();
   if (experts.size() != rows.size() || experts.size() != slots.size())
     return Internal("ExpertSplit::Assign: experts, rows and slots of different lengths");
@@ -148,6 +164,11 @@ Status TieredExpertExecutor::Assign(int32_t layer, std::span<const uint32_t> exp
   // were never uploaded: those slots hold nothing the cache may run.
   for (const PendingUpload& u : pending_) cache_.Drop(u.slot);
   pending_.clear();
+  Times& t = times();
+  t.link_bytes_per_s = link_bytes_per_s;
+  t.host_seconds_per_row = host_s_per_row_;
+  t.host_read_gbs = options_.host_read_gbs;
+  if (slots_) used_.assign(static_cast<size_t>(slots_->size()), 0);
   for (size_t i = 0; i < experts.size(); ++i) {
     const uint32_t e = experts[i];
     if (layer < 0 || static_cast<uint32_t>(layer) >= hp.n_layer || e >= hp.n_expert)
@@ -157,8 +178,35 @@ Status TieredExpertExecutor::Assign(int32_t layer, std::span<const uint32_t> exp
                                 static_cast<long long>(rows[i]), static_cast<long long>(options_.max_rows)));
     const CacheAccess a = cache_.Access(ExpertKey{layer, e}, static_cast<uint64_t>(rows[i]));
     slots[i] = a.slot;
-    if (a.slot >= 0 && !slots_->holds(a.slot)) return Internal(StrFormat("the cache ran slot %d, which holds nothing", a.slot));
+    if (a.slot >= 0) {
+      if (!slots_->holds(a.slot)) return Internal(StrFormat("the cache ran slot %d, which holds nothing", a.slot));
+      used_[static_cast<size_t>(a.slot)] = 1;
+    }
     if (a.upload >= 0) pending_.push_back({layer, e, a.upload});
+  }
+  // Offloads: admitted misses, cheaper on the device, into slots nothing in
+  // this layer reads (and the last admission of that slot in this layer).
+  for (size_t i = 0; i < experts.size(); ++i) {
+    if (slots[i] >= 0) continue;
+    size_t k = pending_.size();
+    for (size_t j = 0; j < pending_.size(); ++j)
+      if (pending_[j].expert == experts[i]) k = j;
+    if (k == pending_.size()) continue;
+    const int32_t slot = pending_[k].slot;
+    bool last = true;
+    for (size_t j = k + 1; j < pending_.size(); ++j) last = last && pending_[j].slot != slot;
+    if (!last || used_[static_cast<size_t>(slot)]) continue;
+    STRATA_ASSIGN_OR_RETURN(ExpertWeights w, HostExpertWeights(model_, layer, experts[i], options_.decode_copies));
+    if (!Offload(w.bytes(), rows[i], link_bytes_per_s)) continue;
+    STRATA_RETURN_IF_ERROR(Upload(layer, experts[i], slot));
+    used_[static_cast<size_t>(slot)] = 1;
+    slots[i] = slot;
+    // Uploaded now: this admission and any earlier one of the same slot (which
+    // this one superseded) are done.
+    std::erase_if(pending_, [slot](const PendingUpload& u) { return u.slot == slot; });
+    ++t.offloaded;
+    t.offload_rows += static_cast<uint64_t>(rows[i]);
+    t.offload_bytes += w.bytes();
   }
   return Status::Ok();
 }
@@ -167,8 +215,15 @@ Status TieredExpertExecutor::RunOnHost(int32_t layer, uint32_t expert, const flo
   if (m > options_.max_rows)
     return Internal(StrFormat("an expert batch of %lld rows; the tiers were planned for %lld",
                               static_cast<long long>(m), static_cast<long long>(options_.max_rows)));
-  return RunExpertOnBackend(model_, host_, layer, expert, x, m, y, options_.decode_copies,
-                            reinterpret_cast<float*>(host_scratch_.data()));
+  const auto t0 = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(RunExpertOnBackend(model_, host_, layer, expert, x, m, y, options_.decode_copies,
+                                            reinterpret_cast<float*>(host_scratch_.data())));
+  if (m >= 4) {  // several rows: the time per row, the weights' read spread over them
+    const double per_row = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                           static_cast<double>(m);
+    host_s_per_row_ = host_s_per_row_ > 0 ? 0.8 * host_s_per_row_ + 0.2 * per_row : per_row;
+  }
+  return Status::Ok();
 }
 
 // In admission order: a slot admitted twice in one layer ends up holding the

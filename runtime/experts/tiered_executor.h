@@ -38,6 +38,9 @@ struct TierOptions {
   bool decode_copies = true;  // the host tier reads Q8_0 decode copies when the pack has them
   bool warm = true;        // fill the run-time region from the hotness too (after the pinned experts)
   int64_t max_rows = 1;    // most tokens one RunExpert gets (tokens per pass)
+  // The VRAM/RAM split's offload decision: host RAM's read rate (GB/s), the
+  // floor of the CPU's time on an expert before it has been measured.
+  double host_read_gbs = 60;
 };
 
 // How many of `slots` are pinned when TierOptions::pinned is -1.
@@ -78,7 +81,10 @@ class TieredExpertExecutor : public ExpertExecutor, private ExpertSplit {
 
   // ExpertSplit.
   Status Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
-                std::span<int32_t> slots) override;
+                std::span<int32_t> slots, double link_bytes_per_s) override;
+  // Whether a miss of `rows` rows whose weights are `bytes` runs sooner on
+  // the device after an upload than on the CPU (ExpertSplit::Assign).
+  bool Offload(uint64_t bytes, int64_t rows, double link_bytes_per_s) const;
   Status RunOnHost(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) override;
   Status EndLayer() override;
   // Called only for slots Assign gave out (so only with slots).
@@ -101,6 +107,10 @@ class TieredExpertExecutor : public ExpertExecutor, private ExpertSplit {
   std::string hotness_source_;
   int32_t pinned_filled_ = 0, warm_filled_ = 0;
   std::vector<PendingUpload> pending_;  // admitted by Assign, uploaded at EndLayer (reserved at Create)
+  std::vector<uint8_t> used_;           // slots a layer's products read (Assign), one flag per slot
+  // The CPU's time per expert row, measured by RunOnHost on batches of
+  // several rows (a moving average; 0 until measured).
+  double host_s_per_row_ = 0;
 };
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include "runtime/gpu/gpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -306,6 +307,7 @@ Status GpuBackend::BindWithoutRoutedExperts(const Model& model) {
 }
 
 Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
+  const uint64_t bytes0 = transfers_.weight_bytes;
   weights_.assign(model.tensors().size(), 0);
   routed_on_host_ = !routed_experts && model.hp().n_expert > 0;
   bound_begin_ = model.tensors().data();
@@ -341,10 +343,21 @@ Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
                                          HumanBytes(t->data.size()).c_str(), name().c_str(),
                                          p.status().message().c_str()));
     weights_[index] = *p;
-    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(*p, t->data.data(), t->data.size(), stream_));
+  }
+  // The copies after the allocations, so that their time is the link's
+  // rate, measured (256 KiB at least) for the split's offload decision.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const TensorView* t : ReadTensors(model)) {
+    const DevicePtr p = weights_[static_cast<size_t>(t - bound_begin_)];
+    if (!p) continue;
+    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(p, t->data.data(), t->data.size(), stream_));
     transfers_.weight_bytes += t->data.size();
   }
-  return Check(device_->Synchronize(stream_));
+  STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
+  const uint64_t bytes = transfers_.weight_bytes - bytes0;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  link_bytes_per_s_ = bytes >= (256u << 10) && seconds > 0 ? static_cast<double>(bytes) / seconds : 0;
+  return Status::Ok();
 }
 
 Result<gpu::DeviceMatrix> GpuBackend::Weight(const TensorView* t) const {

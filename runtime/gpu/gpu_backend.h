@@ -70,6 +70,10 @@ class GpuBackend : public Backend {
   // Bound without the routed experts (the VRAM/RAM split): MoeFfn then needs
   // an expert executor.
   bool routed_experts_on_host() const { return routed_on_host_; }
+  // Host-to-device bytes per second, measured on the last Bind's upload (0:
+  // it moved too little to measure): the split's offload decision reads it.
+  double link_bytes_per_s() const { return link_bytes_per_s_; }
+  void SetLinkRateForTesting(double bytes_per_s) { link_bytes_per_s_ = bytes_per_s; }
   Placement WeightPlacement() const override;
   uint64_t ResidentWeightBytes(const Model& model) const override;
   uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const override;
@@ -163,6 +167,7 @@ class GpuBackend : public Backend {
   size_t bound_count_ = 0;
   std::vector<gpu::DevicePtr> weights_;
   bool routed_on_host_ = false;  // bound without the routed experts
+  double link_bytes_per_s_ = 0;   // host-to-device rate measured on Bind's upload (0: too little to measure)
   std::unique_ptr<PassState> pass_;
   bool in_pass_ = false;
 

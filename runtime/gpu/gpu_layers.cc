@@ -500,7 +500,7 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
       b.rows.push_back(b.count[static_cast<size_t>(e)]);
     }
   b.slots.assign(b.experts.size(), -1);
-  STRATA_RETURN_IF_ERROR(split.Assign(il, b.experts, b.rows, b.slots));
+  STRATA_RETURN_IF_ERROR(split.Assign(il, b.experts, b.rows, b.slots, link_bytes_per_s_));
   b.slot_of.assign(static_cast<size_t>(NE), -1);
   for (size_t j = 0; j < b.experts.size(); ++j) b.slot_of[b.experts[j]] = b.slots[j];
 

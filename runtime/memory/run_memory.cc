@@ -214,6 +214,7 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, Backend& backend,
   s.tier.half_life = o.expert_half_life;
   s.tier.decode_copies = o.decode_copies;
   s.tier.max_rows = PlanTokensPerPass(in);
+  s.tier.host_read_gbs = o.split_rates.host_gbs;
   return s;
 }
 

@@ -65,13 +65,22 @@ class ExpertSplit {
     uint64_t layers = 0, device_experts = 0, host_experts = 0;
     double route_wait = 0, host = 0, device_wait = 0;
     uint64_t down_bytes = 0, up_bytes = 0;  // rows and routing down, host results up (not slot uploads)
+    // Misses moved to the device (uploaded into their slot before the layer
+    // ran, because the upload cost less than the CPU's work on their rows).
+    uint64_t offloaded = 0, offload_rows = 0, offload_bytes = 0;
+    double link_bytes_per_s = 0;        // the rate the decisions used (measured at start)
+    double host_seconds_per_row = 0;    // the CPU's measured time per expert row (0: not measured yet)
+    double host_read_gbs = 0;           // host RAM's read rate the decisions assumed (the plan's)
   };
   virtual ~ExpertSplit() = default;
   Times& times() { return times_; }
   // For each of a layer's distinct experts, rows[i] tokens each: the slot
   // it runs from in this layer, or -1 (the host tier runs it).
+  // link_bytes_per_s (0: unknown) is the backend's measured upload rate: a
+  // miss the cache admits whose upload costs less than the CPU's work on
+  // its rows is uploaded now and runs on the device (prefill).
   virtual Status Assign(int32_t layer, std::span<const uint32_t> experts, std::span<const int64_t> rows,
-                        std::span<int32_t> slots) = 0;
+                        std::span<int32_t> slots, double link_bytes_per_s) = 0;
   // An expert Assign gave to the host: y[m x n_embd] for the m rows of x.
   virtual Status RunOnHost(int32_t layer, uint32_t expert, const float* x, int64_t m, float* y) = 0;
   virtual Status EndLayer() = 0;
