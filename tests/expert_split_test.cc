@@ -41,6 +41,7 @@
 #include "tests/testing/gpu_test_device.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
+#include "tests/testing/server_process.h"
 #include "tests/testing/synthetic_pack.h"
 #include "tests/testing/test_data.h"
 
@@ -412,6 +413,36 @@ TEST(ExpertSplitCli, TheSplitUnderMemoryPressureReadsNothingPastABuffer) {
   ASSERT_EQ(tight.r.exit_code, 0) << tight.r.err;
   EXPECT_THAT(tight.r.err, HasSubstr("on the host"));
   EXPECT_LE(NormalizedError(tight.logits, whole.logits), 0.02);
+}
+
+// The server on the split: two slots batched into one pass (two sequences'
+// rows in one MoE layer), answers request after request, streamed and not,
+// and stops cleanly.
+TEST(ExpertSplitCli, TheServerServesThroughTheSplit) {
+  const std::string dir = testing::ScratchDir("expert_split_serve");
+  const std::string pack = ExpertTypePack(dir, "q4_k", GgmlType::kQ4_K, DecodeCopyType::kNone);
+  testing::ServerProcess server;
+  std::string error;
+  ASSERT_TRUE(server.Start({pack, "--serve", "--parallel", "2", "--backend", "software-gpu", "--vram-budget", "5M",
+                            "-c", "64", "-b", "16", "-t", "2"},
+                           {}, &error))
+      << error;
+  ASSERT_TRUE(server.WaitReady(120000)) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("slots on software-gpu"));
+  for (int i = 0; i < 4; ++i) {
+    const bool stream = i % 2 == 1;
+    const std::string body = std::string(R"({"prompt":"request )") + std::to_string(i) +
+                             R"(","max_tokens":6,"temperature":0.7,"seed":)" + std::to_string(i) +
+                             (stream ? R"(,"stream":true})" : "}");
+    const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                "application/json\r\nConnection: close\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body;
+    const std::string reply = testing::RawHttp(server.port(), request, 60000);
+    ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+    EXPECT_THAT(reply, HasSubstr(stream ? "data: [DONE]" : "\"finish_reason\""));
+  }
+  server.Terminate();
+  EXPECT_EQ(server.WaitExit(30000), 0) << server.Log();
 }
 
 // Offline planning: on a machine without the GPU, the plan of a split for
