@@ -36,6 +36,12 @@ GpuBackend::~GpuBackend() {
     for (DevicePtr p : weights_)
       if (p) device_->Free(p);
     if (pass_->staging) device_->FreePinned(pass_->staging);
+    if (slot_uploads_.stream) {
+      (void)device_->Synchronize(slot_uploads_.stream);
+      device_->DestroyStream(slot_uploads_.stream);
+    }
+    if (slot_uploads_.layer_done) device_->DestroyEvent(slot_uploads_.layer_done);
+    if (slot_uploads_.uploaded) device_->DestroyEvent(slot_uploads_.uploaded);
     if (stream_) device_->DestroyStream(stream_);
   }
 }
@@ -199,6 +205,7 @@ Result<BackendBuffer> GpuBackend::Allocate(uint64_t bytes, std::string_view what
 
 void GpuBackend::Free(uint32_t id) {
   if (id >= blocks_.size() || !blocks_[id].ptr) return;
+  if (slot_uploads_.stream) (void)device_->Synchronize(slot_uploads_.stream);  // no copy into freed memory
   device_->Free(blocks_[id].ptr);
   blocks_[id] = Block{};
   free_ids_.push_back(id);
@@ -222,12 +229,48 @@ Status CheckRange(DevicePtr base, const BackendBuffer& b, uint64_t offset, uint6
 Status GpuBackend::Upload(const BackendBuffer& dst, uint64_t offset, const void* src, uint64_t bytes) {
   const DevicePtr base = Address(dst);
   STRATA_RETURN_IF_ERROR(CheckRange(base, dst, offset, bytes, "upload"));
-  if (bytes) {
+  if (bytes && slot_uploads_.open) {
+    // A slot upload of the split's EndLayer: from the mapped pack (or a
+    // static run of zeros), which outlives the copy; not waited for here.
+    STRATA_RETURN_IF_ERROR(device_->CopyToDevice(base + offset, src, bytes, slot_uploads_.stream));
+    slot_uploads_.pending = true;
+  } else if (bytes) {
+    STRATA_RETURN_IF_ERROR(WaitSlotUploads());  // after any slot upload still in flight
     STRATA_RETURN_IF_ERROR(device_->CopyToDevice(base + offset, src, bytes, stream_));
     STRATA_RETURN_IF_ERROR(device_->Synchronize(stream_));  // `src` may go when this returns
   }
   transfers_.up_bytes += bytes;
   ++transfers_.up_calls;
+  return Status::Ok();
+}
+
+Status GpuBackend::OpenSlotUploads() {
+  SlotUploads& u = slot_uploads_;
+  if (!u.stream) {
+    STRATA_ASSIGN_OR_RETURN(u.stream, device_->CreateStream());
+    STRATA_ASSIGN_OR_RETURN(u.layer_done, device_->CreateEvent());
+    STRATA_ASSIGN_OR_RETURN(u.uploaded, device_->CreateEvent());
+  }
+  // The uploads wait for the layer's products (which may read a slot the
+  // cache just gave to another expert).
+  STRATA_RETURN_IF_ERROR(device_->Record(u.layer_done, stream_));
+  STRATA_RETURN_IF_ERROR(device_->StreamWait(u.stream, u.layer_done));
+  u.open = true;
+  return Status::Ok();
+}
+
+Status GpuBackend::CloseSlotUploads() {
+  SlotUploads& u = slot_uploads_;
+  u.open = false;
+  if (!u.pending) return Status::Ok();
+  return device_->Record(u.uploaded, u.stream);
+}
+
+Status GpuBackend::WaitSlotUploads() {
+  SlotUploads& u = slot_uploads_;
+  if (!u.pending) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(device_->StreamWait(stream_, u.uploaded));
+  u.pending = false;
   return Status::Ok();
 }
 

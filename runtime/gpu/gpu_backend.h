@@ -150,6 +150,21 @@ class GpuBackend : public Backend {
     std::vector<int32_t> slots;
   };
   HostMoe host_moe_;
+  // The split's slot uploads at the end of a layer (ExpertSplit::EndLayer)
+  // go on a stream of their own, after an event that marks the layer's
+  // products, so the next layers' work is enqueued while they copy; the
+  // next split layer (and any other upload) waits for them first. Made at
+  // the first split layer.
+  struct SlotUploads {
+    gpu::Stream stream = nullptr;
+    gpu::Event layer_done = nullptr, uploaded = nullptr;
+    bool open = false;     // inside EndLayer: Upload goes on `stream`
+    bool pending = false;  // uploads enqueued that the compute stream has not waited for
+  };
+  SlotUploads slot_uploads_;
+  Status OpenSlotUploads();   // before EndLayer
+  Status CloseSlotUploads();  // after it
+  Status WaitSlotUploads();   // the compute stream waits for the uploads enqueued
 
   std::unique_ptr<gpu::Device> device_;  // null: planning only
   gpu::DeviceKind kind_;

@@ -500,6 +500,9 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
       b.rows.push_back(b.count[static_cast<size_t>(e)]);
     }
   b.slots.assign(b.experts.size(), -1);
+  // The slots as the last layer's uploads leave them, before anything reads
+  // or writes one (Assign's offloads upload now, on the compute stream).
+  STRATA_RETURN_IF_ERROR(WaitSlotUploads());
   STRATA_RETURN_IF_ERROR(split.Assign(il, b.experts, b.rows, b.slots, link_bytes_per_s_));
   b.slot_of.assign(static_cast<size_t>(NE), -1);
   for (size_t j = 0; j < b.experts.size(); ++j) b.slot_of[b.experts[j]] = b.slots[j];
@@ -644,7 +647,11 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
   c.out = AsPtr<float>(out);
   c.n = static_cast<int32_t>(n), c.k = static_cast<int32_t>(K), c.cols = static_cast<int32_t>(E);
   STRATA_RETURN_IF_ERROR(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
-  return split.EndLayer();
+  // The admissions' uploads, on their own stream after this layer's work.
+  STRATA_RETURN_IF_ERROR(OpenSlotUploads());
+  Status ended = split.EndLayer();
+  Status closed = CloseSlotUploads();
+  return !ended.ok() ? ended : closed;
 }
 
 }  // namespace strata
