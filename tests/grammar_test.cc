@@ -11,6 +11,7 @@
 
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/token_mask.h"
+#include "tests/testing/gpu_test_device.h"
 #include "tests/testing/test_data.h"
 #include "tests/testing/tokenizer_vocabs.h"
 
@@ -300,7 +301,9 @@ TEST(TokenMask, MatchesTheReferenceOnQwen2Vocabulary) {
   auto g = MustParse(kJsonGrammar);
   ASSERT_TRUE(g);
   int ends = 0;
-  RandomWalk(g, trie, 1, 6, &ends);
+  // Six steps checked against the reference over all 151k tokens in the
+  // optimized build; three elsewhere (each step is a full reference mask).
+  RandomWalk(g, trie, 1, testing::TestMatrix() == testing::GpuTestMatrix::kFull ? 6 : 3, &ends);
   // A state inside a string allows most of the vocabulary; right after '{',
   // only whitespace, '"' and '}' starts.
   TokenMasker masker(g, trie);
