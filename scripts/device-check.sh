@@ -176,8 +176,9 @@ run_checks() {
       for budget in 2G 4G 6G; do
         [[ "$dry" == 1 ]] && budget=${budget%G}M
         # The plan's forecast first (its prediction), then the measurement.
+        # (its context the bench's: prompt + 64 generated + 1)
         step "split-plan-$preset-vram$budget" 30 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --plan \
-          --vram-budget "$budget"
+          --vram-budget "$budget" -c $((pp_short + 65))
         step "split-$preset-vram$budget" 150 "$bin/strata-run" "$work/$preset.strata" --backend "$backend" --bench \
           -p "$pp_short" -n 64 --bench-reps "$reps" --vram-budget "$budget" --expert-stats
       done
@@ -193,7 +194,7 @@ run_checks() {
     local budget
     for budget in 8G 16G 24G; do
       step "split-plan-qwen3-30b-a3b-48-vram$budget" 30 "$bin/strata-run" "$work/full.strata" --backend cuda --plan \
-        --vram-budget "$budget"
+        --vram-budget "$budget" -c 577
       step "split-qwen3-30b-a3b-48-vram$budget" 200 "$bin/strata-run" "$work/full.strata" --backend cuda --bench \
         -p 512 -n 64 --bench-reps 3 --vram-budget "$budget" --expert-stats
     done
