@@ -239,12 +239,16 @@ TEST(ExpertSplit, AnExpertTypeWithoutADeviceKernelIsRefusedAtStartAndRunsFromIts
   auto want = RunSplit(*copied->model, *ok_run);
   ASSERT_TRUE(want.ok()) << want.status().message();
   ScopedKernelLessTypesForTesting no_q2_0({GgmlType::kQ2_0});
-  auto refused = MakeSplit(*plain->pack, *plain->model, 4);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported);
-  EXPECT_THAT(refused.status().message(), HasSubstr("ffn_gate_exps"));
-  EXPECT_THAT(refused.status().message(), HasSubstr("Q2_0"));
-  EXPECT_THAT(refused.status().message(), HasSubstr("--decode-copies q8_0"));
+  // Placed on the device (slots) or on the host (no slots): refused by that side.
+  for (int32_t slots : {4, 0}) {
+    auto refused = MakeSplit(*plain->pack, *plain->model, slots);
+    ASSERT_FALSE(refused.ok()) << "slots " << slots;
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported);
+    EXPECT_THAT(refused.status().message(), HasSubstr("ffn_gate_exps"));
+    EXPECT_THAT(refused.status().message(), HasSubstr("is Q2_0"));
+    EXPECT_THAT(refused.status().message(), HasSubstr(slots ? "the device tier" : "the host expert tier"));
+    EXPECT_THAT(refused.status().message(), HasSubstr("--decode-copies q8_0"));
+  }
   auto runs = MakeSplit(*copied->pack, *copied->model, 4);
   ASSERT_TRUE(runs.ok()) << runs.status().message();
   auto logits = RunSplit(*copied->model, *runs);

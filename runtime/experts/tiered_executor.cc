@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "runtime/base/strings.h"
+#include "runtime/model/kernel_coverage.h"
 
 namespace strata {
 
@@ -36,9 +37,10 @@ Status CheckTierKernels(const Model& model, const CpuBackend& host, const TierDe
                                      std::string(t->name).c_str(), std::string(TypeName(t->type)).c_str(), who.c_str(),
                                      o.decode_copies ? "" : ", and leave --decode-copies at its default"));
       };
-      if (!host.CanMultiply(t->type)) return refuse("the host expert tier (" + host.name() + ")");
       if (device.backend && o.slots > 0 && !device.backend->CanMultiply(t->type))
         return refuse("the device tier (" + device.name + ")");
+      if (!host.CanMultiply(t->type) || CpuKernelSupport(t->type) == KernelSupport::kNone)
+        return refuse("the host expert tier (" + host.name() + ")");
     }
   return Status::Ok();
 }
