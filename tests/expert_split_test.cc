@@ -34,6 +34,7 @@
 #include "runtime/experts/tiered_executor.h"
 #include "runtime/gpu/device.h"
 #include "runtime/gpu/gpu_backend.h"
+#include "runtime/memory/memory_plan.h"
 #include "runtime/model/fast_backend.h"
 #include "runtime/model/forward.h"
 #include "runtime/model/kernel_coverage.h"
@@ -206,6 +207,10 @@ TEST(ExpertSplit, TheDeviceTierNeverGrowsWhileItRuns) {
   }
   EXPECT_EQ(s->experts->cache().config().slots, 5);
   EXPECT_GT(s->experts->stats().uploads, 0u);  // the slots changed hands, in place
+  // The host buffers of the split's MoE layers stay within what the plan
+  // counts for passes of the prompt's 9 tokens.
+  EXPECT_GT(s->gpu->HostMoeBytes(), 0u);
+  EXPECT_LE(s->gpu->HostMoeBytes(), SplitHostBufferBytes(m.hp(), 9));
 }
 
 // A tiny model whose routed experts are `type`, packed with a profile.

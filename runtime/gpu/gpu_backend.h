@@ -74,6 +74,9 @@ class GpuBackend : public Backend {
   // it moved too little to measure): the split's offload decision reads it.
   double link_bytes_per_s() const { return link_bytes_per_s_; }
   void SetLinkRateForTesting(double bytes_per_s) { link_bytes_per_s_ = bytes_per_s; }
+  // Bytes the split's host buffers hold now (the plan counts them:
+  // SplitHostBufferBytes).
+  uint64_t HostMoeBytes() const;
   Placement WeightPlacement() const override;
   uint64_t ResidentWeightBytes(const Model& model) const override;
   uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const override;

@@ -408,6 +408,14 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
   return Check(L()(kernels_.moe_combine, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, c));
 }
 
+uint64_t GpuBackend::HostMoeBytes() const {
+  const HostMoe& b = host_moe_;
+  return 4 * (b.x.capacity() + b.y.capacity() + b.xe.capacity()) +
+         4 * (b.sel.capacity() + b.count.capacity() + b.first.capacity() + b.fill.capacity() + b.slot_of.capacity() +
+              b.table.capacity() + b.experts.capacity() + b.slots.capacity()) +
+         8 * b.rows.capacity();
+}
+
 // The tiered expert pool's path when its device tier is not this backend
 // (an executor of its own): the tokens' rows and their routing come to the
 // host, each selected expert runs there (ExpertExecutor), and the results go
@@ -474,6 +482,21 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
   const int64_t n = p.n, K = hp.n_expert_used, E = hp.n_embd, NE = hp.n_expert, nK = n * K;
   ExpertSplit::Times& times = split.times();
   HostMoe& b = host_moe_;
+  {
+    // Each buffer at most what this pass needs (exactly, not a vector's
+    // doubling): the plan counts them (SplitHostBufferBytes).
+    const auto un = static_cast<size_t>(n), uE = static_cast<size_t>(E), unK = static_cast<size_t>(nK),
+               uNE = static_cast<size_t>(NE);
+    const size_t tiles = static_cast<size_t>(gpu::MoeShape::For(hp, n).max_tiles);
+    b.x.reserve(un * uE);
+    b.xe.reserve(un * uE);
+    b.y.reserve(unK * uE);
+    b.sel.reserve(unK);
+    b.table.reserve(3 * unK + 3 * tiles + 1);
+    for (auto* v : {&b.count, &b.first, &b.fill, &b.slot_of, &b.slots}) v->reserve(uNE);
+    b.experts.reserve(uNE);
+    b.rows.reserve(uNE);
+  }
   b.x.resize(static_cast<size_t>(n * E));
   b.sel.resize(static_cast<size_t>(nK));
   const Clock::time_point t0 = Clock::now();

@@ -36,6 +36,17 @@ Result<KvType> ParseKvType(std::string_view s) {
   return InvalidArgument("--kv-type '" + Printable(s) + "': expected f16 (the default), q8_0 or f32");
 }
 
+uint64_t SplitHostBufferBytes(const HParams& hp, int64_t tokens) {
+  const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(tokens, 1)), E = hp.n_embd, K = hp.n_expert_used,
+                 NE = hp.n_expert, nK = n * K;
+  constexpr uint64_t kTileColumns = 64;  // the GPU's expert tiles (gpu_matmul.h)
+  const uint64_t tiles = (nK + kTileColumns - 1) / kTileColumns + NE;
+  const uint64_t floats = n * E /* rows down */ + nK * E /* host results */ + n * E /* one expert's rows */;
+  const uint64_t ints = nK /* ids */ + 4 * NE /* counts, firsts, fills, slots */ + 3 * nK + 3 * tiles + 1 /* table */ +
+                        NE /* experts */ + NE /* slots */;
+  return 4 * floats + 4 * ints + 8 * NE /* rows */;
+}
+
 int64_t PlanTokensPerPass(const PlanInputs& in) {
   return std::max<int64_t>(1, std::min<int64_t>(in.batch, static_cast<int64_t>(in.parallel) * in.n_ctx));
 }
@@ -312,9 +323,11 @@ void AddHostLines(const PlanScope& s) {
 void AddTierLines(const PlanScope& s) {
   if (!s.tier) return;
   const TierDevice& dev = s.in.tier;
+  const bool split = dev.backend == &s.backend;  // the GPU's own split: its MoE layer's host buffers too
   s.Add(PlanItem::kHostTierScratch, MemoryPlace::Heap(), "host expert tier scratch",
-        TieredExpertExecutor::HostScratchBytes(s.hp, s.T), true,
-        StrFormat("gate and up outputs of %lld rows x %u", static_cast<long long>(s.T), s.hp.n_ff_exp));
+        TieredExpertExecutor::HostScratchBytes(s.hp, s.T) + (split ? SplitHostBufferBytes(s.hp, s.T) : 0), true,
+        StrFormat("gate and up outputs of %lld rows x %u%s", static_cast<long long>(s.T), s.hp.n_ff_exp,
+                  split ? "; the split layer's rows, routing, host results and place table" : ""));
   const SlotLayout layout = ExpertSlotLayout(s.model, s.in.decode_copies);
   s.Add(PlanItem::kExpertSlots, dev.place, "expert slots", ExpertSlots::SlotBytes(s.slots, layout), true,
         StrFormat("%d slots (%d pinned, %d run-time) x %s (largest expert of any layer: 3 matrices + %llu B padding "

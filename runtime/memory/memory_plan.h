@@ -126,4 +126,10 @@ Result<MemoryPlan> PlanMemory(const PlanInputs& in);
 // Tokens per forward pass the plan assumes: min(batch, parallel * n_ctx).
 int64_t PlanTokensPerPass(const PlanInputs& in);
 
+// The host buffers the GPU backend's split MoE layer (GpuBackend::MoeSplit)
+// grows to for passes of up to `tokens` tokens: the rows and routing that
+// come down, the host experts' rows and results, the place table, and
+// per-expert counts. Counted in the plan's host tier scratch line.
+uint64_t SplitHostBufferBytes(const HParams& hp, int64_t tokens);
+
 }  // namespace strata
