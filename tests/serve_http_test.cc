@@ -80,6 +80,9 @@ class ServeHttpTest : public ::testing::Test {
   httplib::Client Client() {
     httplib::Client c("127.0.0.1", server_.port());
     c.set_read_timeout(kLongMs / 1000, 0);
+    // httplib's default write timeout is 5 s: an 8 MiB body to a server
+    // under Wine on a busy machine took longer (seen once, 2026-12-05).
+    c.set_write_timeout(kLongMs / 1000, 0);
     return c;
   }
   httplib::Result Post(const std::string& path, const std::string& body, const httplib::Headers& h = {}) {
