@@ -46,12 +46,7 @@ namespace {
 using ::testing::HasSubstr;
 constexpr int kVocab = 512;
 
-std::vector<float> ReadF32(const std::string& path) {
-  std::vector<uint8_t> b = testing::ReadBytes(path);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
-}
+using testing::ReadF32;
 
 std::string Join(const std::vector<int32_t>& ids) {
   std::string s;

@@ -28,12 +28,7 @@ namespace {
 
 constexpr int kVocab = 512;
 
-std::vector<float> ReadF32(const std::string& path) {
-  std::vector<uint8_t> b = testing::ReadBytes(path);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), v.size() * 4);
-  return v;
-}
+using testing::ReadF32;
 
 int32_t Argmax(const float* row) {
   int32_t best = 0;

@@ -98,26 +98,13 @@ Result<Split> MakeSplit(const Pack& pack, const Model& m, int32_t slots) {
   return s;
 }
 
-// A 9-token prompt (every row's logits) and 3 decode steps on `state`.
+// testing::PromptAndThreeSteps through `experts` (and `ws`, when given).
 Result<std::vector<float>> RunPasses(const Model& m, Backend& be, SequenceState& st, ExpertExecutor* experts,
                                      Workspace* ws = nullptr) {
-  STRATA_RETURN_IF_ERROR(st.Clear());
-  std::vector<float> all, logits;
   ForwardOptions fo;
-  fo.all_logits = true;
   fo.experts = experts;
   fo.workspace = ws;
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 9; ++i) prompt.push_back((i * 37 + 11) % static_cast<int32_t>(m.hp().n_vocab));
-  STRATA_RETURN_IF_ERROR(Forward(m, be, st, prompt, fo, &logits));
-  all = logits;
-  fo.all_logits = false;
-  for (int i = 0; i < 3; ++i) {
-    const int32_t next = static_cast<int32_t>((i * 101 + 7) % m.hp().n_vocab);
-    STRATA_RETURN_IF_ERROR(Forward(m, be, st, std::span(&next, 1), fo, &logits));
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
+  return testing::PromptAndThreeSteps(m, be, st, fo);
 }
 
 Result<std::vector<float>> RunSplit(const Model& m, Split& s) {
@@ -213,22 +200,11 @@ TEST(ExpertSplit, TheDeviceTierNeverGrowsWhileItRuns) {
   EXPECT_LE(s->gpu->HostMoeBytes(), SplitHostBufferBytes(m.hp(), 9));
 }
 
-// A tiny model whose routed experts are `type`, packed with a profile.
+// A tiny qwen35moe whose routed experts are `type` (testing::ExpertTypePack).
 std::string ExpertTypePack(const std::string& dir, const std::string& name, GgmlType type, DecodeCopyType copies) {
-  testing::SyntheticModelSpec s;
-  s.arch = Arch::kQwen35Moe;
-  s.hp = testing::TinyQwen35MoeHParams();
-  s.type_by_role = {{R::kFfnGateExps, type}, {R::kFfnUpExps, type}, {R::kFfnDownExps, type}};
-  auto b = testing::BuildSyntheticModel(s);
-  EXPECT_TRUE(b.ok()) << b.status().message();
-  const std::string gguf = dir + "/" + name + ".gguf", pack = dir + "/" + name + ".strata";
-  EXPECT_TRUE(b->WriteFile(gguf).ok());
-  PackOptions o;
-  o.profile_tokens = 200;
-  o.decode_copies = copies;
-  auto r = testing::PackFile(gguf, pack, o);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return pack;
+  auto pack = testing::ExpertTypePack(dir, name, Arch::kQwen35Moe, type, copies);
+  EXPECT_TRUE(pack.ok()) << pack.status().message();
+  return pack.ok() ? *pack : std::string();
 }
 
 // seeds/000: a type one side has no kernel for is refused when the tiers
@@ -347,14 +323,6 @@ TEST(ExpertSplit, FaultsAtSlotMemoryUploadsAndCopiesFailOnePassCleanly) {
 
 // --- strata-run --------------------------------------------------------------
 
-std::vector<float> ReadF32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
 struct CliRun {
   testing::CommandResult r;
   std::vector<float> logits;
@@ -365,7 +333,7 @@ CliRun Logits(const std::string& pack, const std::string& out, std::vector<std::
   args.insert(args.end(), extra.begin(), extra.end());
   CliRun c;
   c.r = testing::RunProgram("strata-run", args);
-  if (c.r.exit_code == 0) c.logits = ReadF32(out);
+  if (c.r.exit_code == 0) c.logits = testing::ReadF32(out);
   return c;
 }
 
@@ -447,10 +415,7 @@ TEST(ExpertSplitCli, TheServerServesThroughTheSplit) {
     const std::string body = std::string(R"({"prompt":"request )") + std::to_string(i) +
                              R"(","max_tokens":6,"temperature":0.7,"seed":)" + std::to_string(i) +
                              (stream ? R"(,"stream":true})" : "}");
-    const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                "application/json\r\nConnection: close\r\nContent-Length: " +
-                                std::to_string(body.size()) + "\r\n\r\n" + body;
-    const std::string reply = testing::RawHttp(server.port(), request, 60000);
+    const std::string reply = testing::RawPostJson(server.port(), "/v1/completions", body, 60000);
     ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
     EXPECT_THAT(reply, HasSubstr(stream ? "data: [DONE]" : "\"finish_reason\""));
   }

@@ -61,24 +61,10 @@ uint64_t FreeBytes(GpuBackend& b) {
   return free;
 }
 
-// A 9-token prompt (every row's logits) and 3 decode steps on a fresh state:
-// the logits, or the first error.
+// testing::PromptAndThreeSteps on a fresh state: the logits, or the first error.
 Result<std::vector<float>> RunPasses(const Model& m, Backend& be) {
   STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(be, m.hp(), 64));
-  std::vector<float> all, logits;
-  ForwardOptions fo;
-  fo.all_logits = true;
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 9; ++i) prompt.push_back((i * 37 + 11) % static_cast<int32_t>(m.hp().n_vocab));
-  STRATA_RETURN_IF_ERROR(Forward(m, be, st, prompt, fo, &logits));
-  all = logits;
-  fo.all_logits = false;
-  for (int i = 0; i < 3; ++i) {
-    const int32_t next = static_cast<int32_t>((i * 101 + 7) % m.hp().n_vocab);
-    STRATA_RETURN_IF_ERROR(Forward(m, be, st, std::span(&next, 1), fo, &logits));
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
+  return testing::PromptAndThreeSteps(m, be, st);
 }
 
 // What a run without faults gives: its logits, and the device's free memory

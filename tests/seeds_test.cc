@@ -29,6 +29,7 @@
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/synthetic_pack.h"
 #include "tests/testing/test_data.h"
 
 namespace strata {
@@ -37,24 +38,13 @@ namespace {
 using ::testing::HasSubstr;
 using R = TensorRole;
 
-// A tiny model of `arch` whose routed experts are `expert_type`, written
-// as dir/name.gguf and packed into dir/name.strata.
+// A tiny model of `arch` whose routed experts are `expert_type`, packed
+// (testing::ExpertTypePack); the test fails when it cannot be made.
 std::string ExpertTypeModel(const std::string& dir, const std::string& name, Arch arch, GgmlType expert_type,
                             DecodeCopyType copies = DecodeCopyType::kNone) {
-  testing::SyntheticModelSpec s;
-  s.arch = arch;
-  s.hp = arch == Arch::kQwen35Moe ? testing::TinyQwen35MoeHParams() : testing::TinyQwen3MoeHParams();
-  s.type_by_role = {{R::kFfnGateExps, expert_type}, {R::kFfnUpExps, expert_type}, {R::kFfnDownExps, expert_type}};
-  auto b = testing::BuildSyntheticModel(s);
-  EXPECT_TRUE(b.ok()) << b.status().message();
-  const std::string gguf = dir + "/" + name + ".gguf", pack = dir + "/" + name + ".strata";
-  EXPECT_TRUE(b->WriteFile(gguf).ok());
-  PackOptions o;
-  o.profile_tokens = 200;
-  o.decode_copies = copies;
-  auto r = testing::PackFile(gguf, pack, o);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  return pack;
+  auto pack = testing::ExpertTypePack(dir, name, arch, expert_type, copies);
+  EXPECT_TRUE(pack.ok()) << pack.status().message();
+  return pack.ok() ? *pack : std::string();
 }
 
 std::vector<std::string> Greedy(const std::string& pack, std::vector<std::string> extra = {}) {
@@ -98,10 +88,7 @@ TEST(Seeds, Report001AnIq3SModelIsServedRequestAfterRequest) {
     const std::string body = std::string(R"({"messages":[{"role":"user","content":"request )") +
                              std::to_string(i) + R"("}],"max_tokens":12,"temperature":0.7,"seed":)" +
                              std::to_string(i) + (stream ? R"(,"stream":true})" : "}");
-    const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                "application/json\r\nConnection: close\r\nContent-Length: " +
-                                std::to_string(body.size()) + "\r\n\r\n" + body;
-    const std::string reply = testing::RawHttp(server.port(), request, 30000);
+    const std::string reply = testing::RawPostJson(server.port(), "/v1/chat/completions", body, 30000);
     ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
     EXPECT_THAT(reply, HasSubstr(stream ? "data: [DONE]" : "\"finish_reason\""));
   }

@@ -372,7 +372,8 @@ Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
     return Unsupported(StrFormat("%u experts with %u used per token: the GPU router takes at most %u experts and 16 "
                                  "used",
                                  hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
-  for (const TensorView* t : ReadTensors(model)) {
+  const std::vector<const TensorView*> tensors = ReadTensors(model);
+  for (const TensorView* t : tensors) {
     if (!routed_experts && IsRoutedExpert(*t)) continue;  // the expert tiers hold them
     if (t->rank >= 2 && GpuKernelSupport(t->type) != KernelSupport::kFast)
       return Unsupported(StrFormat("tensor '%s' is %s, which the GPU kernels cannot read; repack with "
@@ -390,7 +391,7 @@ Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
   // The copies after the allocations, so that their time is the link's
   // rate, measured (256 KiB at least) for the split's offload decision.
   const auto t0 = std::chrono::steady_clock::now();
-  for (const TensorView* t : ReadTensors(model)) {
+  for (const TensorView* t : tensors) {
     const DevicePtr p = weights_[static_cast<size_t>(t - bound_begin_)];
     if (!p) continue;
     STRATA_RETURN_IF_ERROR(device_->CopyToDevice(p, t->data.data(), t->data.size(), stream_));

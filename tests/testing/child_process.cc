@@ -354,4 +354,11 @@ bool RawConnection::WaitClosed(int timeout_ms, std::string* seen) {
   return closed_;
 }
 
+std::string RawPostJson(int port, const std::string& path, const std::string& body, int read_ms) {
+  return RawHttp(port,
+                 "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: "
+                 "close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+                 read_ms);
+}
+
 }  // namespace strata::testing

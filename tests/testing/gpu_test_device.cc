@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
-
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 namespace strata::testing {
@@ -63,6 +62,24 @@ std::string TestMatrixName(GpuTestMatrix m) {
     case GpuTestMatrix::kSmoke: return "smoke subset (Windows build)";
   }
   return "?";
+}
+
+Result<std::vector<float>> PromptAndThreeSteps(const Model& m, Backend& be, SequenceState& state,
+                                               ForwardOptions options) {
+  STRATA_RETURN_IF_ERROR(state.Clear());
+  std::vector<float> all, logits;
+  options.all_logits = true;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 9; ++i) prompt.push_back((i * 37 + 11) % static_cast<int32_t>(m.hp().n_vocab));
+  STRATA_RETURN_IF_ERROR(Forward(m, be, state, prompt, options, &logits));
+  all = logits;
+  options.all_logits = false;
+  for (int i = 0; i < 3; ++i) {
+    const int32_t next = static_cast<int32_t>((i * 101 + 7) % m.hp().n_vocab);
+    STRATA_RETURN_IF_ERROR(Forward(m, be, state, std::span(&next, 1), options, &logits));
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
 }
 
 double NormalizedError(const std::vector<float>& got, const std::vector<float>& want) {

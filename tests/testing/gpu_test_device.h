@@ -15,6 +15,7 @@
 #include "runtime/base/status.h"
 #include "runtime/gpu/device.h"
 #include "runtime/gpu/gpu_backend.h"
+#include "runtime/model/forward.h"
 #include "runtime/model/model.h"
 
 namespace strata::testing {
@@ -35,6 +36,12 @@ enum class GpuTestMatrix { kFull, kTails, kSmoke };
 // This build's share: kFull (optimized), kTails (sanitizers), kSmoke (Windows).
 GpuTestMatrix TestMatrix();
 std::string TestMatrixName(GpuTestMatrix m);
+
+// A 9-token prompt (every row's logits) and 3 decode steps on `state`
+// (cleared first), with `options`' experts and workspace: the 12 rows'
+// logits, or the first error. The GPU fault and expert-split tests' run.
+Result<std::vector<float>> PromptAndThreeSteps(const Model& m, Backend& be, SequenceState& state,
+                                               ForwardOptions options = {});
 
 // max |got - want| over the RMS of want (infinity for a size mismatch or a
 // non-finite value): how the GPU tests compare logits and activations.

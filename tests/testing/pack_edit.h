@@ -23,6 +23,8 @@ inline constexpr uint64_t kTestProfileTokens = 512;
 Result<PackResult> PackFile(const std::string& gguf, const std::string& out, PackOptions options = {});
 
 std::vector<uint8_t> ReadBytes(const std::string& path);
+// A file of little-endian F32 values (strata-run --logits-out).
+std::vector<float> ReadF32(const std::string& path);
 Status WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // Reads `in`, applies `edit` to its manifest, writes `out` with a correct

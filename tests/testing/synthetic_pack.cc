@@ -29,4 +29,21 @@ Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const s
   return OpenPack(pack);
 }
 
+Result<std::string> ExpertTypePack(const std::string& dir, const std::string& name, Arch arch, GgmlType expert_type,
+                                   DecodeCopyType copies) {
+  SyntheticModelSpec s;
+  s.arch = arch;
+  s.hp = TinyHParams(arch);
+  s.type_by_role = {{TensorRole::kFfnGateExps, expert_type}, {TensorRole::kFfnUpExps, expert_type},
+                    {TensorRole::kFfnDownExps, expert_type}};
+  STRATA_ASSIGN_OR_RETURN(GgufBuilder b, BuildSyntheticModel(s));
+  const std::string gguf = dir + "/" + name + ".gguf", pack = dir + "/" + name + ".strata";
+  STRATA_RETURN_IF_ERROR(b.WriteFile(gguf));
+  PackOptions o;
+  o.profile_tokens = 200;
+  o.decode_copies = copies;
+  STRATA_RETURN_IF_ERROR(PackFile(gguf, pack, o).status());
+  return pack;
+}
+
 }  // namespace strata::testing

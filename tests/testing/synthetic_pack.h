@@ -7,6 +7,7 @@
 
 #include "runtime/model/model.h"
 #include "runtime/pack/pack_reader.h"
+#include "packer/pack_options.h"
 #include "tests/gguf_writer/synthetic_model.h"
 
 namespace strata::testing {
@@ -21,6 +22,12 @@ struct OpenedModel {
 // changed by `tweak`, packed without a probe into `dir`/NAME.strata.
 Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed = 5,
                                       const std::function<void(SyntheticModelSpec&)>& tweak = {});
+// A tiny `arch` model (its tiny preset) whose routed experts are
+// `expert_type`, written as dir/NAME.gguf and packed, with an expert profile
+// of 200 tokens and the given decode copies, into dir/NAME.strata; the
+// pack's path.
+Result<std::string> ExpertTypePack(const std::string& dir, const std::string& name, Arch arch, GgmlType expert_type,
+                                   DecodeCopyType copies = DecodeCopyType::kNone);
 // Opens a pack that exists.
 Result<OpenedModel> OpenPack(const std::string& path);
 
