@@ -13,6 +13,7 @@ const char* KindText(HpKind k) {
     case HpKind::kBool: return "bool";
     case HpKind::kI32Array4: return "i32[4]";
     case HpKind::kU32OrPerLayer: return "u32 or one per layer";
+    case HpKind::kGating: return "u32 (1 softmax, 2 sigmoid, 3 softmax over the chosen)";
   }
   return "?";
 }
@@ -26,6 +27,8 @@ const char* LayersText(LayerSet s) {
     case LayerSet::kNextn: return "MTP layers";
     case LayerSet::kAllWithNextn: return "every layer and MTP layer";
     case LayerSet::kAttentionAndNextn: return "attention layers and MTP layers";
+    case LayerSet::kDenseLead: return "leading dense layers";
+    case LayerSet::kMoeWithNextn: return "MoE layers and MTP layers";
   }
   return "?";
 }
@@ -62,13 +65,30 @@ std::string DescribeArchitecturesMarkdown() {
       "NEOX RoPE) with llama's SwiGLU FFN, both already expressible. Its fixture is written by the project's GGUF\n"
       "writer (`strata-make-gguf --arch qwen3`), packed, validated (probe replay included) and run on the fast and\n"
       "the reference path, which must agree within the fast path's tolerance (tests/conformance_test.cc,\n"
-      "`Qwen3Dense`). No llama.cpp reference exists for it in shared/data; the reference path is the oracle.\n";
-  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe}) {
+      "`Qwen3Dense`). No llama.cpp reference exists for it in shared/data; the reference path is the oracle.\n\n"
+      "`glm4moe` took steps 1, 2 and 4 and three op variants, each on every backend (cpu, reference, sim and the\n"
+      "GPU backend): Q/K/V biases (optional tensors, added after their products wherever a layer has them), the\n"
+      "router's gating function (`HParams::expert_gating`: softmax, sigmoid, or softmax over the chosen) with a\n"
+      "per-expert selection bias (`exp_probs_b`, which moves the choice and not the weights), and a shared expert\n"
+      "without a gate where a layer has no `ffn_gate_inp_shexp`. Its leading dense layers are a hyperparameter\n"
+      "(`leading_dense_block_count`) the layer plan reads, not a new structure. Its fixtures are written by the\n"
+      "project's GGUF writer with llama.cpp's references beside them (docs/conformance.md).\n"
+      "\n## RoPE scaling (every architecture)\n\n"
+      "Read as llama.cpp reads it: `rope.scaling.type` (`none`, `linear` or `yarn`; absent: linear, which without a\n"
+      "factor is no scaling), `rope.scaling.factor` or the older `rope.scale_linear` (positions are divided by it;\n"
+      "absent or 0: 1), `rope.scaling.original_context_length` (YaRN's correction dimensions; absent:\n"
+      "`context_length`) and `rope.scaling.attn_factor` (multiplies cos and sin; absent: 1). YaRN uses llama.cpp's\n"
+      "defaults (ext_factor 1, beta_fast 32, beta_slow 1) and its magnitude correction 0.1 ln(factor) + 1. Any other\n"
+      "type (LongRoPE) is refused with the key and the types Strata runs.\n";
+  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe}) {
     const ArchSpec& s = GetArchSpec(a);
-    md += StrFormat("\n## %s\n\nRoPE: %s. Layers: %s%s, then %s (norm: `%s`).\n\n", std::string(s.gguf_name).c_str(),
+    bool dense_lead = false;
+    for (const HParamSpec& h : s.hparams) dense_lead |= std::string_view(h.key) == "leading_dense_block_count";
+    md += StrFormat("\n## %s\n\nRoPE: %s. Layers: %s%s, then %s%s (norm: `%s`).\n\n", std::string(s.gguf_name).c_str(),
                     std::string(RopeTypeName(s.rope_type)).c_str(), std::string(MixerName(s.layers.attention)).c_str(),
                     s.layers.recurrent ? " every `full_attention_interval`-th layer, gated delta-net between" : "",
                     std::string(FfnKindName(s.layers.ffn)).c_str(),
+                    dense_lead ? " (dense SwiGLU in the first `leading_dense_block_count` layers)" : "",
                     std::string(TensorRoleName(s.layers.ffn_norm)).c_str());
     md += "| key | type | required | default | why the default is safe |\n|---|---|---|---|---|\n";
     for (const HParamSpec& h : s.hparams)

@@ -25,8 +25,6 @@ struct UnsupportedKey {
   const char* what;
 };
 constexpr UnsupportedKey kUnsupportedKeys[] = {
-    {"rope.scaling.type", "none", "RoPE scaling"},
-    {"rope.scale_linear", "1", "linear RoPE scaling"},
     {"expert_gating_func", "1", "an expert gating function other than softmax (1)"},
     {"attention.sliding_window", "0", "sliding-window attention"},
 };
@@ -189,6 +187,15 @@ class Importer {
         hp->*(s.bool_field) = text == "true";
         log_->AddFix("user-override", key, before, "bool " + text, "set with --set");
         return Status::Ok();
+      case HpKind::kGating: {
+        unsigned long v = std::strtoul(text.c_str(), &end, 10);
+        if (text.empty() || *end || v < 1 || v > 3)
+          return InvalidArgument("--set " + key + "=" + text + ": expected 1 (softmax), 2 (sigmoid) or 3 (softmax "
+                                 "over the chosen)");
+        hp->expert_gating = static_cast<ExpertGating>(v);
+        log_->AddFix("user-override", key, before, StrFormat("u32 %lu", v), "set with --set");
+        return Status::Ok();
+      }
       case HpKind::kI32Array4: {
         std::array<int32_t, 4> v{};
         size_t n = 0, pos = 0;
@@ -226,6 +233,10 @@ class Importer {
         }
         if (s.kind == HpKind::kI32Array4) continue;
         std::string after;
+        if (s.kind == HpKind::kGating) {
+          hp->expert_gating = static_cast<ExpertGating>(s.default_value);
+          after = StrFormat("u32 %g", s.default_value);
+        }
         if (s.u32_field) {
           uint32_t v = s.derive ? s.derive(*hp) : static_cast<uint32_t>(s.default_value);
           hp->*(s.u32_field) = v;
@@ -258,13 +269,78 @@ class Importer {
           break;
         case HpKind::kI32Array4: ReadSections(key, v, &hp->rope_sections); break;
         case HpKind::kU32OrPerLayer: ReadPerLayer(key, v, hp->n_layer_all, &(hp->*(s.u32_field))); break;
+        case HpKind::kGating: ReadGating(s, key, v, hp); break;
       }
     }
     return Status::Ok();
   }
 
-  void CheckUnsupportedKeys() {
+  // expert_gating_func: 1 softmax, 2 sigmoid, 3 softmax over the chosen; 0
+  // (llama.cpp's "none") means the architecture's default.
+  void ReadGating(const HParamSpec& s, const std::string& key, const Value& v, HParams* hp) {
+    uint32_t g = 0;
+    if (!ReadU32(key, v, &g)) return;
+    if (g == 0) {
+      hp->expert_gating = static_cast<ExpertGating>(s.default_value);
+      log_->AddFix("default", key, Describe(v), StrFormat("u32 %g", s.default_value),
+                   s.why_default_safe ? s.why_default_safe : "");
+      return;
+    }
+    if (g > 3) {
+      log_->Refuse(key, "expected 1 (softmax), 2 (sigmoid) or 3 (softmax over the chosen), found " + Describe(v) +
+                            ", a gating function Strata does not implement");
+      return;
+    }
+    hp->expert_gating = static_cast<ExpertGating>(g);
+  }
+
+  // RoPE scaling, for every architecture, as llama.cpp reads it:
+  // rope.scaling.type (none, linear or yarn; absent: linear, a no-op without
+  // a factor), rope.scaling.factor or the older rope.scale_linear (the
+  // position divisor; absent or 0: 1), rope.scaling.original_context_length
+  // (YaRN's corrections; absent: context_length) and rope.scaling.attn_factor
+  // (absent: 1).
+  void ReadRopeScaling(HParams* hp) {
+    const std::string type_key = arch_name_ + ".rope.scaling.type";
+    RopeScaling type = RopeScaling::kLinear;
+    if (const KeyValue* kv = m_.Find(type_key)) {
+      const Value& v = kv->value;
+      const std::string_view t = v.type == ValueType::kString ? v.str : std::string_view();
+      if (v.type != ValueType::kString || (t != "none" && t != "linear" && t != "yarn")) {
+        log_->Refuse(type_key, "expected \"none\", \"linear\" or \"yarn\", found " + Describe(v) +
+                                   (t == "longrope" ? " (LongRoPE, which Strata does not implement)" : ""));
+        return;
+      }
+      type = t == "none" ? RopeScaling::kNone : t == "yarn" ? RopeScaling::kYarn : RopeScaling::kLinear;
+    }
+    float factor = 0.0f;
+    for (const char* suffix : {"rope.scaling.factor", "rope.scale_linear"}) {
+      const std::string key = arch_name_ + "." + suffix;
+      if (const KeyValue* kv = m_.Find(key)) {
+        if (!ReadF32(key, kv->value, &factor)) return;
+        if (!std::isfinite(factor) || factor < 0.0f) {
+          log_->Refuse(key, "expected a finite factor >= 0, found " + Describe(kv->value));
+          return;
+        }
+        break;
+      }
+    }
+    const std::string orig_key = arch_name_ + ".rope.scaling.original_context_length";
+    hp->n_ctx_orig_yarn = hp->n_ctx_train;
+    if (const KeyValue* kv = m_.Find(orig_key))
+      if (!ReadU32(orig_key, kv->value, &hp->n_ctx_orig_yarn)) return;
+    const std::string attn_key = arch_name_ + ".rope.scaling.attn_factor";
+    if (const KeyValue* kv = m_.Find(attn_key))
+      if (!ReadF32(attn_key, kv->value, &hp->rope_attn_factor)) return;
+    hp->rope_freq_scale = (type == RopeScaling::kNone || factor == 0.0f) ? 1.0f : 1.0f / factor;
+    hp->rope_scaling = hp->rope_freq_scale == 1.0f && type == RopeScaling::kLinear ? RopeScaling::kNone : type;
+  }
+
+  void CheckUnsupportedKeys(const ArchSpec& spec) {
     for (const UnsupportedKey& u : kUnsupportedKeys) {
+      bool read = false;  // a key the spec reads is not unsupported
+      for (const HParamSpec& s : spec.hparams) read |= std::string_view(s.key) == u.suffix;
+      if (read) continue;
       std::string key = arch_name_ + "." + u.suffix;
       const KeyValue* kv = m_.Find(key);
       if (!kv) continue;
@@ -301,14 +377,21 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
                              " that Strata reads");
   }
   STRATA_RETURN_IF_ERROR(imp.Import(spec, &hp));
-  imp.CheckUnsupportedKeys();
+  imp.CheckUnsupportedKeys(spec);
+  imp.ReadRopeScaling(&hp);
   hp.rope_type = spec.rope_type;
-  hp.expert_weights_norm = spec.has_experts();  // every MoE architecture Strata runs renormalizes top-k
+  // The Qwen MoE architectures renormalize the top k always (llama.cpp passes
+  // true); an architecture that lists expert_weights_norm reads it.
+  bool reads_norm = false;
+  for (const HParamSpec& s : spec.hparams) reads_norm |= std::string_view(s.key) == "expert_weights_norm";
+  if (!reads_norm) hp.expert_weights_norm = spec.has_experts();
   if (hp.nextn_predict_layers < hp.n_layer_all) hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
 
   // seeds/000: a missing nextn_predict_layers defaults to 0, which is only
   // right when the file has no MTP tensors.
-  if (arch == Arch::kQwen35Moe && !model.Find(imp.Key("nextn_predict_layers")) &&
+  bool reads_nextn = false;
+  for (const HParamSpec& s : spec.hparams) reads_nextn |= std::string_view(s.key) == "nextn_predict_layers";
+  if (reads_nextn && !model.Find(imp.Key("nextn_predict_layers")) &&
       !imp.OverrideFor(imp.Key("nextn_predict_layers"))) {
     for (const auto& t : model.tensors()) {
       if (t.name.find(".nextn.") != std::string_view::npos) {

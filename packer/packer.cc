@@ -83,6 +83,12 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
   hb.add_full_attn_interval(h.full_attn_interval);
   hb.add_nextn_predict_layers(h.nextn_predict_layers);
   hb.add_tied_output(h.tied_output);
+  hb.add_rope_scaling(static_cast<uint8_t>(h.rope_scaling));
+  hb.add_n_ctx_orig_yarn(h.n_ctx_orig_yarn);
+  hb.add_rope_attn_factor(h.rope_attn_factor);
+  hb.add_expert_gating(static_cast<uint8_t>(h.expert_gating));
+  hb.add_n_layer_dense_lead(h.n_layer_dense_lead);
+  hb.add_n_expert_shared(h.n_expert_shared);
   return hb.Finish();
 }
 

@@ -269,6 +269,8 @@ struct ArchCase {
   Arch arch;
   GgmlType type;
   int32_t kv_heads;  // 0: the preset's
+  int gating = 0;    // ExpertGating; 0: the preset's
+  bool yarn = false; // YaRN RoPE scaling (factor 4, original context 64)
 };
 
 class GpuOpsArchTest : public ::testing::TestWithParam<ArchCase> {};
@@ -276,9 +278,14 @@ class GpuOpsArchTest : public ::testing::TestWithParam<ArchCase> {};
 TEST_P(GpuOpsArchTest, EveryOpMatchesTheCpuBackend) {
   const ArchCase c = GetParam();
   Backends b = Make(c.arch, c.type, std::string(ArchName(c.arch)) + "-" + std::string(TypeName(c.type)) + "-kv" +
-                                        std::to_string(c.kv_heads),
+                                        std::to_string(c.kv_heads) + "-g" + std::to_string(c.gating) +
+                                        (c.yarn ? "-yarn" : ""),
                     [&](testing::SyntheticModelSpec& s) {
                       if (c.kv_heads) s.hp.n_head_kv = static_cast<uint32_t>(c.kv_heads);
+                      if (c.gating) s.hp.expert_gating = static_cast<ExpertGating>(c.gating);
+                      if (c.yarn) {
+                        ASSERT_TRUE(testing::ParseRopeScaling("yarn:4:64", &s.hp).ok());
+                      }
                     });
   ASSERT_TRUE(b.gpu);
   const Model& m = *b.opened.model;
@@ -313,17 +320,23 @@ TEST_P(GpuOpsArchTest, EveryOpMatchesTheCpuBackend) {
                    [delta](Backend& be) { return be.GatedDeltaNet(delta, Act::kH, Act::kY); }},
                 passes, KvType::kF32, ctx, mode, products,
                 Name(sc) + ", " + std::string(DeltaNetModeName(mode)));
-    const LayerPlan layer = spec.Layer(hp, 0);
-    if (layer.ffn == FfnKind::kDense)
-      Compare(b, Op{"dense FFN", {Act::kH}, Act::kY, [](Backend& be) { return be.DenseFfn(0, Act::kH, Act::kY); }},
+    // The FFN of the first layer of each kind (glm4moe: layer 0 dense, 1 MoE).
+    int32_t dense = -1, moe = -1;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+      int32_t& first = spec.Layer(hp, il).ffn == FfnKind::kDense ? dense : moe;
+      if (first < 0) first = static_cast<int32_t>(il);
+    }
+    if (dense >= 0)
+      Compare(b,
+              Op{"dense FFN", {Act::kH}, Act::kY, [dense](Backend& be) { return be.DenseFfn(dense, Act::kH, Act::kY); }},
               passes, KvType::kF32, ctx, DeltaNetMode::kSequential, products, Name(sc));
-    if (layer.ffn != FfnKind::kDense)
-      Compare(b, Op{"MoE", {Act::kH}, Act::kY, [](Backend& be) { return be.MoeFfn(0, Act::kH, Act::kY); }}, passes,
-              KvType::kF32, ctx, DeltaNetMode::kSequential, products, Name(sc));
-    if (layer.ffn == FfnKind::kMoeSharedExpert)
+    if (moe >= 0)
+      Compare(b, Op{"MoE", {Act::kH}, Act::kY, [moe](Backend& be) { return be.MoeFfn(moe, Act::kH, Act::kY); }},
+              passes, KvType::kF32, ctx, DeltaNetMode::kSequential, products, Name(sc));
+    if (moe >= 0 && spec.Layer(hp, static_cast<uint32_t>(moe)).ffn == FfnKind::kMoeSharedExpert)
       Compare(b,
               Op{"shared expert", {Act::kH, Act::kY}, Act::kY,
-                 [](Backend& be) { return be.SharedExpert(0, Act::kH, Act::kY); }},
+                 [moe](Backend& be) { return be.SharedExpert(moe, Act::kH, Act::kY); }},
               passes, KvType::kF32, ctx, DeltaNetMode::kSequential, products, Name(sc));
   }
 }
@@ -334,10 +347,16 @@ INSTANTIATE_TEST_SUITE_P(
                       ArchCase{Arch::kQwen3Moe, GgmlType::kQ8_0, 8}, ArchCase{Arch::kQwen3Moe, GgmlType::kF16, 1},
                       ArchCase{Arch::kQwen3, GgmlType::kQ6_K, 0}, ArchCase{Arch::kQwen35Moe, GgmlType::kF32, 0},
                       ArchCase{Arch::kQwen35Moe, GgmlType::kQ5_K, 0}, ArchCase{Arch::kLlama, GgmlType::kF32, 0},
-                      ArchCase{Arch::kLlama, GgmlType::kF16, 8}),
+                      ArchCase{Arch::kLlama, GgmlType::kF16, 8},
+                      // glm4moe: Q/K/V biases, sigmoid routing with the selection bias,
+                      // the ungated shared expert, a dense layer 0; then YaRN and the
+                      // softmax over the chosen experts (gating 3) on the same layers.
+                      ArchCase{Arch::kGlm4Moe, GgmlType::kQ8_0, 0},
+                      ArchCase{Arch::kGlm4Moe, GgmlType::kQ4_K, 0, 3, true}),
     [](const ::testing::TestParamInfo<ArchCase>& p) {
       return std::string(ArchName(p.param.arch)) + "_" + std::string(TypeName(p.param.type)) + "_kv" +
-             std::to_string(p.param.kv_heads);
+             std::to_string(p.param.kv_heads) + (p.param.gating ? "_gating" + std::to_string(p.param.gating) : "") +
+             (p.param.yarn ? "_yarn" : "");
     });
 
 // --- per weight type: the ops that multiply weights ------------------------------

@@ -460,8 +460,17 @@ TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
        {"qwen3moe.expert_used_count", "unsigned 32-bit", "i32 -2"}},
       {"unsupported_arch", [](testing::GgufBuilder& b) { b.String("general.architecture", "mamba"); },
        {"architecture 'mamba' is not supported"}},
-      {"rope_scaling", [](testing::GgufBuilder& b) { b.String("qwen3moe.rope.scaling.type", "yarn"); },
-       {"RoPE scaling", "does not implement"}},
+      {"rope_scaling", [](testing::GgufBuilder& b) { b.String("qwen3moe.rope.scaling.type", "longrope"); },
+       {"qwen3moe.rope.scaling.type", "expected \"none\", \"linear\" or \"yarn\"", "LongRoPE"}},
+      {"rope_factor", [](testing::GgufBuilder& b) { b.F32("qwen3moe.rope.scaling.factor", -4.0f); },
+       {"qwen3moe.rope.scaling.factor", "a finite factor >= 0", "f32 -4"}},
+      {"yarn_orig_ctx", [](testing::GgufBuilder& b) {
+         b.String("qwen3moe.rope.scaling.type", "yarn").F32("qwen3moe.rope.scaling.factor", 4.0f);
+         b.U32("qwen3moe.rope.scaling.original_context_length", 0);
+       },
+       {"rope.scaling.original_context_length", "expected 1..16777216, found 0"}},
+      {"gating_func", [](testing::GgufBuilder& b) { b.U32("qwen3moe.expert_gating_func", 2); },
+       {"qwen3moe.expert_gating_func", "an expert gating function other than softmax (1)"}},
       {"f64_inexact", [](testing::GgufBuilder& b) { b.F64("qwen3moe.attention.layer_norm_rms_epsilon", 1e-6); },
        {"f32 cannot hold exactly", "--allow-unsafe-fixes"}},
       // Floats and wide integers where an integer is read (issue 12): each is
@@ -511,6 +520,62 @@ TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
     }(), HasSubstr(e)) << c.name;
     EXPECT_FALSE(FileExists(out)) << c.name;
   }
+}
+
+// glm4moe's keys and tensors are checked against its spec like every other
+// architecture's: each defect is refused naming the key or tensor and what
+// was expected, and nothing is written.
+TEST(PackRefusals, Glm4MoeSpecViolationsAreRefused) {
+  std::string dir = testing::ScratchDir("pack_refusals_glm");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kGlm4Moe;
+  s.hp = testing::TinyGlm4MoeHParams();
+  struct Case {
+    const char* name;
+    std::function<void(testing::GgufBuilder&)> edit;
+    std::vector<std::string> expect;
+  } cases[] = {
+      {"missing_shared_count", [](testing::GgufBuilder& b) { b.Remove("glm4moe.expert_shared_count"); },
+       {"glm4moe.expert_shared_count", "required key missing"}},
+      {"gating_4", [](testing::GgufBuilder& b) { b.U32("glm4moe.expert_gating_func", 4); },
+       {"glm4moe.expert_gating_func", "expected 1 (softmax), 2 (sigmoid) or 3", "u32 4"}},
+      {"bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.exp_probs_b.bias", {4}); },
+       {"blk.1.exp_probs_b.bias", "expected [8 (n_expert)], found [4]"}},
+      {"q_bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.0.attn_q.bias", {256}); },
+       {"blk.0.attn_q.bias", "expected [512 (n_head*head_dim_k)], found [256]"}},
+      {"dense_lead_2", [](testing::GgufBuilder& b) { b.U32("glm4moe.leading_dense_block_count", 2); },
+       {"blk.1.ffn_gate.weight", "missing"}},
+      {"no_nextn_key", [](testing::GgufBuilder& b) { b.Remove("glm4moe.nextn_predict_layers"); },
+       {"glm4moe.nextn_predict_layers", "the file has MTP tensors"}},
+      {"mrope_sections", [](testing::GgufBuilder& b) { b.I32Array("glm4moe.rope.dimension_sections", {8, 8, 0, 0}); },
+       {"rope.dimension_sections", "M-RoPE"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    c.edit(*b);
+    const std::string gguf = dir + "/" + c.name + ".gguf", out = dir + "/" + c.name + ".strata";
+    ASSERT_TRUE(b->WriteFile(gguf).ok());
+    auto m = gguf::GgufModel::Open(gguf);
+    ASSERT_TRUE(m.ok());
+    PackOptions o;
+    o.dry_run = true;
+    auto rr = PackModel(*m, o);
+    std::string all = rr.ok() ? "" : rr.status().message();
+    if (rr.ok())
+      for (const auto& f : rr->log.refusals) all += f.location + ": " + f.message + "\n";
+    for (const auto& e : c.expect) EXPECT_THAT(all, HasSubstr(e));
+    EXPECT_FALSE(PackFile(gguf, out).ok());
+    EXPECT_FALSE(FileExists(out));
+  }
+  // The unbroken model packs, with the defaults it relied on recorded.
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->WriteFile(dir + "/ok.gguf").ok());
+  auto r = PackFile(dir + "/ok.gguf", dir + "/ok.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->arch, Arch::kGlm4Moe);
 }
 
 // qwen35moe's per-layer head_count_kv: each element converts exactly or the

@@ -139,6 +139,53 @@ constexpr TensorSpec kQwen35MoeTensors[] = {
      T::kF32Only, true, "absent: the MTP layer uses output_norm"},
 };
 
+// GLM-4.5 / 4.6: attention with Q/K/V biases (and QK-norm in the largest),
+// partial NEOX RoPE; leading dense layers, then routed experts with a
+// sigmoid router, a per-expert selection bias and an ungated shared expert;
+// the MTP (nextn) layers are whole layers plus the nextn tensors, kept.
+constexpr const char* kBiasWhy = "absent: no bias (the product alone), as in llama.cpp";
+constexpr TensorSpec kGlm4MoeTensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAllWithNextn, kE),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAllWithNextn, kE, kQ),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAllWithNextn, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAllWithNextn, kE, kVv),
+    {"blk.{L}.attn_q.bias", R::kAttnQBias, L::kAllWithNextn, 1, {kQ, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    {"blk.{L}.attn_k.bias", R::kAttnKBias, L::kAllWithNextn, 1, {kKv, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    {"blk.{L}.attn_v.bias", R::kAttnVBias, L::kAllWithNextn, 1, {kVv, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAllWithNextn, kOut, kE),
+    {"blk.{L}.attn_q_norm.weight", R::kAttnQNorm, L::kAllWithNextn, 1, {kHdK, kNone, kNone}, T::kF32Only, true,
+     "absent: no QK-norm (GLM-4.5-Air); GLM-4.5 has it"},
+    {"blk.{L}.attn_k_norm.weight", R::kAttnKNorm, L::kAllWithNextn, 1, {kHdK, kNone, kNone}, T::kF32Only, true,
+     "absent: no QK-norm (GLM-4.5-Air); GLM-4.5 has it"},
+    VEC("blk.{L}.post_attention_norm.weight", R::kPostAttnNorm, L::kAllWithNextn, kE),
+    // The leading dense layers.
+    MAT("blk.{L}.ffn_gate.weight", R::kFfnGate, L::kDenseLead, kE, kFf),
+    MAT("blk.{L}.ffn_up.weight", R::kFfnUp, L::kDenseLead, kE, kFf),
+    MAT("blk.{L}.ffn_down.weight", R::kFfnDown, L::kDenseLead, kFf, kE),
+    // The MoE layers (and the MTP layers).
+    MAT("blk.{L}.ffn_gate_inp.weight", R::kFfnGateInp, L::kMoeWithNextn, kE, kNExp),
+    VEC("blk.{L}.exp_probs_b.bias", R::kFfnExpProbsB, L::kMoeWithNextn, kNExp),
+    EXP("blk.{L}.ffn_gate_exps.weight", R::kFfnGateExps, L::kMoeWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_up_exps.weight", R::kFfnUpExps, L::kMoeWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kMoeWithNextn, kFfExp, kE),
+    MAT("blk.{L}.ffn_gate_shexp.weight", R::kFfnGateShexp, L::kMoeWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_up_shexp.weight", R::kFfnUpShexp, L::kMoeWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_down_shexp.weight", R::kFfnDownShexp, L::kMoeWithNextn, kFfSh, kE),
+    // MTP (nextn) layers only: kept in the pack, not run (speculative decoding runs them).
+    MAT("blk.{L}.nextn.eh_proj.weight", R::kNextnEhProj, L::kNextn, kE2, kE),
+    VEC("blk.{L}.nextn.enorm.weight", R::kNextnEnorm, L::kNextn, kE),
+    VEC("blk.{L}.nextn.hnorm.weight", R::kNextnHnorm, L::kNextn, kE),
+    {"blk.{L}.nextn.embed_tokens.weight", R::kNextnEmbedTokens, L::kNextn, 2, {kE, kV, kNone}, T::kAnyWeight, true,
+     "absent: the MTP layer uses the main token embedding"},
+    {"blk.{L}.nextn.shared_head_head.weight", R::kNextnSharedHeadHead, L::kNextn, 2, {kE, kV, kNone},
+     T::kAnyWeight, true, "absent: the MTP layer uses the main output head"},
+    {"blk.{L}.nextn.shared_head_norm.weight", R::kNextnSharedHeadNorm, L::kNextn, 1, {kE, kNone, kNone},
+     T::kF32Only, true, "absent: the MTP layer uses output_norm"},
+};
+
 #undef VEC
 #undef MAT
 #undef EXP
@@ -155,6 +202,8 @@ constexpr bool H::*kNoBool = nullptr;
 #define OPT_U32(key, field, def, derive, text, why) \
   {key, K::kU32, false, def, derive, text, why, &H::field, kNoF32, kNoBool}
 #define OPT_F32(key, field, def, text, why) {key, K::kF32, false, def, nullptr, text, why, kNoU32, &H::field, kNoBool}
+#define OPT_BOOL(key, field, def, text, why) \
+  {key, K::kBool, false, def, nullptr, text, why, kNoU32, kNoF32, &H::field}
 
 // Derived defaults, computed from keys read earlier (llama.cpp's rules).
 uint32_t FromHeadCount(const H& h) { return h.n_head; }
@@ -265,10 +314,52 @@ constexpr HParamSpec kQwen35MoeHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
+// glm4moe (llama.cpp's load_arch_hparams for it): the dense layers' width,
+// the experts', the shared experts' count; sigmoid routing unless the file
+// says otherwise.
+uint32_t SharedFfFromCount(const H& h) { return h.n_ff_exp * h.n_expert_shared; }
+constexpr const char* kWhyDenseLead = "llama.cpp's default: no leading dense layer; which layers carry dense or "
+                                      "expert tensors is checked, so a wrong default cannot pass";
+constexpr const char* kWhyGating = "llama.cpp's rule for glm4moe: absent (or 0) means sigmoid";
+constexpr const char* kWhyWNorm = "llama.cpp's default (weights not renormalized); GLM-4.5's files store true";
+constexpr const char* kWhyShCount = "derived: expert_feed_forward_length * expert_shared_count, as llama.cpp sizes "
+                                    "the shared expert; its tensor shapes are checked against it";
+constexpr const char* kWhyGlmSections = "none: text-only RoPE; M-RoPE sections (a vision variant) are refused";
+constexpr const char* kWhyGlmNextn =
+    "0 MTP layers; safe only when no blk.N.nextn.* tensor exists, which the packer checks (seeds/000)";
+
+constexpr HParamSpec kGlm4MoeHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    REQ_U32("feed_forward_length", n_ff),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    {"rope.dimension_sections", K::kI32Array4, false, 0, nullptr, "none", kWhyGlmSections, kNoU32, kNoF32, kNoBool},
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    REQ_U32("expert_feed_forward_length", n_ff_exp),
+    REQ_U32("expert_shared_count", n_expert_shared),
+    OPT_U32("expert_shared_feed_forward_length", n_ff_shexp, 0, SharedFfFromCount,
+            "expert_feed_forward_length * expert_shared_count", kWhyShCount),
+    OPT_U32("leading_dense_block_count", n_layer_dense_lead, 0, nullptr, "0", kWhyDenseLead),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    OPT_BOOL("expert_weights_norm", expert_weights_norm, 0, "false", kWhyWNorm),
+    {"expert_gating_func", K::kGating, false, 2, nullptr, "2 (sigmoid)", kWhyGating, kNoU32, kNoF32, kNoBool},
+    OPT_U32("nextn_predict_layers", nextn_predict_layers, 0, nullptr, "0", kWhyGlmNextn),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
 #undef REQ_U32
 #undef REQ_F32
 #undef OPT_U32
 #undef OPT_F32
+#undef OPT_BOOL
 
 constexpr ArchSpec kSpecs[] = {
     {Arch::kLlama, "llama", RopeType::kNorm, kLlamaHParams, kLlamaTensors,
@@ -281,6 +372,8 @@ constexpr ArchSpec kSpecs[] = {
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
     {Arch::kQwen3, "qwen3", RopeType::kNeox, kQwen3HParams, kQwen3Tensors,
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
+    {Arch::kGlm4Moe, "glm4moe", RopeType::kNeox, kGlm4MoeHParams, kGlm4MoeTensors,
+     {Mixer::kAttention, false, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.0f},
 };
 
 bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
@@ -294,6 +387,8 @@ bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
     case L::kNextn: return !main_layer;
     case L::kAllWithNextn: return true;
     case L::kAttentionAndNextn: return attention || !main_layer;
+    case L::kDenseLead: return main_layer && hp.IsDenseLeadLayer(il);
+    case L::kMoeWithNextn: return !main_layer || !hp.IsDenseLeadLayer(il);
   }
   return false;
 }
@@ -321,6 +416,24 @@ std::string_view RopeTypeName(RopeType r) {
   return "?";
 }
 
+std::string_view RopeScalingName(RopeScaling s) {
+  switch (s) {
+    case RopeScaling::kNone: return "none";
+    case RopeScaling::kLinear: return "linear";
+    case RopeScaling::kYarn: return "yarn";
+  }
+  return "?";
+}
+
+std::string_view ExpertGatingName(ExpertGating g) {
+  switch (g) {
+    case ExpertGating::kSoftmax: return "softmax";
+    case ExpertGating::kSigmoid: return "sigmoid";
+    case ExpertGating::kSoftmaxWeight: return "softmax over the chosen";
+  }
+  return "?";
+}
+
 std::string_view TensorRoleName(TensorRole r) {
   static constexpr std::string_view kNames[] = {
       "token_embd", "output_norm", "output",
@@ -331,7 +444,7 @@ std::string_view TensorRoleName(TensorRole r) {
       "post_attention_norm", "attn_qkv", "attn_gate",
       "ssm_conv1d", "ssm_dt_bias", "ssm_a", "ssm_beta", "ssm_alpha", "ssm_norm", "ssm_out",
       "nextn_eh_proj", "nextn_enorm", "nextn_hnorm", "nextn_embed_tokens", "nextn_shared_head_head",
-      "nextn_shared_head_norm"};
+      "nextn_shared_head_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "exp_probs_b"};
   static_assert(std::size(kNames) == static_cast<size_t>(TensorRole::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -438,13 +551,28 @@ Status CheckHParams(Arch arch, const HParams& hp) {
   if (!(hp.rope_freq_scale > 0.0f) || !std::isfinite(hp.rope_freq_scale))
     return DataLoss(StrFormat("%s hyperparameter rope_freq_scale: expected a positive finite number, found %g",
                               a.c_str(), static_cast<double>(hp.rope_freq_scale)));
+  if (hp.rope_scaling != RopeScaling::kNone && hp.rope_scaling != RopeScaling::kLinear &&
+      hp.rope_scaling != RopeScaling::kYarn)
+    return bad("rope.scaling.type", "none, linear or yarn", static_cast<uint64_t>(hp.rope_scaling));
+  if (hp.rope_scaling == RopeScaling::kYarn)
+    STRATA_RETURN_IF_ERROR(range("rope.scaling.original_context_length", hp.n_ctx_orig_yarn, 1, 1u << 24));
+  if (!(hp.rope_attn_factor > 0.0f) || !std::isfinite(hp.rope_attn_factor))
+    return DataLoss(StrFormat("%s hyperparameter rope.scaling.attn_factor: expected a positive finite number, found %g",
+                              a.c_str(), static_cast<double>(hp.rope_attn_factor)));
+  if (hp.expert_gating != ExpertGating::kSoftmax && hp.expert_gating != ExpertGating::kSigmoid &&
+      hp.expert_gating != ExpertGating::kSoftmaxWeight)
+    return bad("expert_gating_func", "1 (softmax), 2 (sigmoid) or 3 (softmax over the chosen)",
+               static_cast<uint64_t>(hp.expert_gating));
+  if (hp.n_layer_dense_lead != 0)
+    STRATA_RETURN_IF_ERROR(range("leading_dense_block_count", hp.n_layer_dense_lead, 0, hp.n_layer));
   if (!(hp.attn_scale >= 0.0f) || !std::isfinite(hp.attn_scale))
     return DataLoss(StrFormat("%s hyperparameter attn_scale: expected 0 (1/sqrt(head_dim)) or a positive finite "
                               "number, found %g", a.c_str(), static_cast<double>(hp.attn_scale)));
   const ArchSpec& spec = GetArchSpec(arch);
-  if (!spec.has_experts()) {
+  if (!spec.has_experts() || hp.n_layer_dense_lead != 0) {
     STRATA_RETURN_IF_ERROR(range("feed_forward_length", hp.n_ff, 1, kMaxFf));
-  } else {
+  }
+  if (spec.has_experts()) {
     STRATA_RETURN_IF_ERROR(range("expert_count", hp.n_expert, 1, kMaxExperts));
     STRATA_RETURN_IF_ERROR(range("expert_used_count", hp.n_expert_used, 1, hp.n_expert));
     STRATA_RETURN_IF_ERROR(range("expert_feed_forward_length", hp.n_ff_exp, 1, kMaxFf));
@@ -456,6 +584,11 @@ Status CheckHParams(Arch arch, const HParams& hp) {
     STRATA_RETURN_IF_ERROR(range("expert_shared_feed_forward_length", hp.n_ff_shexp, 1, kMaxFf));
   if (hp.nextn_predict_layers != 0)
     STRATA_RETURN_IF_ERROR(range("nextn_predict_layers", hp.nextn_predict_layers, 0, hp.n_layer_all - 1));
+  if (spec.rope_type != RopeType::kIMRope && hp.rope_sections[0] > 0 && hp.rope_sections[1] > 0)
+    return DataLoss(StrFormat("%s hyperparameter rope.dimension_sections: expected none (text-only RoPE), found "
+                              "[%d, %d, %d, %d]: M-RoPE over image positions, which Strata does not run",
+                              a.c_str(), hp.rope_sections[0], hp.rope_sections[1], hp.rope_sections[2],
+                              hp.rope_sections[3]));
   if (spec.rope_type == RopeType::kIMRope) {
     int64_t sec = 0;
     for (int32_t s : hp.rope_sections) {

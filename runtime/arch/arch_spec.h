@@ -25,12 +25,27 @@ enum class Arch : uint8_t {
   kQwen35Moe = 2,
   kVocabOnly = 3,  // a tokenizer and no weights (llama.cpp's vocab-only GGUFs)
   kQwen3 = 4,      // dense Qwen3, added through the spec alone (docs/architectures.md)
+  kGlm4Moe = 5,    // GLM-4.5 / 4.6 (glm4moe)
 };
 std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only"
 std::optional<Arch> ArchFromName(std::string_view gguf_name);
 
 enum class RopeType : uint8_t { kNorm = 0, kNeox = 1, kIMRope = 2 };
 std::string_view RopeTypeName(RopeType r);
+
+// RoPE scaling as GGUF's rope.scaling.type names it: none, linear (positions
+// times rope_freq_scale) or YaRN (linear below the corrected dimensions,
+// unscaled above them, blended between, with a magnitude correction).
+enum class RopeScaling : uint8_t { kNone = 0, kLinear = 1, kYarn = 2 };
+std::string_view RopeScalingName(RopeScaling s);  // "none", "linear", "yarn"
+
+// How the router's logits become the experts' weights: kSoftmax a softmax
+// over all experts, then the top k of it; kSigmoid each logit's sigmoid (the
+// top k chosen on sigmoid + the per-expert selection bias exp_probs_b when
+// the layer has one, the weights unbiased); kSoftmaxWeight the top k logits,
+// then a softmax over those k. GGUF's expert_gating_func: 1, 2, 3.
+enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2, kSoftmaxWeight = 3 };
+std::string_view ExpertGatingName(ExpertGating g);  // "softmax", "sigmoid", "softmax over the chosen"
 
 // Normalized, typed hyperparameters: what a pack stores and the runtime uses.
 // No stringly-typed lookups happen after packing.
@@ -52,12 +67,18 @@ struct HParams {
   uint32_t n_rot = 0;  // rope.dimension_count
   RopeType rope_type = RopeType::kNorm;
   float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;
+  float rope_freq_scale = 1.0f;        // 1 / rope.scaling.factor (or rope.scale_linear)
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  uint32_t n_ctx_orig_yarn = 0;        // rope.scaling.original_context_length (YaRN's corrections)
+  float rope_attn_factor = 1.0f;       // rope.scaling.attn_factor: multiplies cos and sin
   std::array<int32_t, 4> rope_sections = {0, 0, 0, 0};
   float rms_eps = 1e-5f;
   float attn_scale = 0.0f;  // 0: 1/sqrt(head_dim_k)
   bool expert_weights_norm = false;
   float expert_weights_scale = 0.0f;  // 0 or 1: no scaling
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
+  uint32_t n_layer_dense_lead = 0;    // leading_dense_block_count: layers 0..n-1 run a dense FFN (glm4moe)
+  uint32_t n_expert_shared = 0;       // expert_shared_count (glm4moe: n_ff_shexp = n_ff_exp * it)
   // Gated delta-net (qwen35moe).
   uint32_t ssm_d_conv = 0;
   uint32_t ssm_d_state = 0;  // head dim of k and v
@@ -72,6 +93,12 @@ struct HParams {
   bool IsRecurrentLayer(uint32_t il) const {
     return full_attn_interval != 0 && il < n_layer && (il + 1) % full_attn_interval != 0;
   }
+  // glm4moe: layer il is one of the leading dense layers.
+  bool IsDenseLeadLayer(uint32_t il) const { return il < n_layer_dense_lead; }
+  // The routed experts of the main layers: (n_layer - leading dense layers) x n_expert.
+  uint64_t RoutedExperts() const {
+    return uint64_t{n_layer - (n_layer_dense_lead < n_layer ? n_layer_dense_lead : n_layer)} * n_expert;
+  }
 };
 
 // What a tensor is for, in the runtime's words.
@@ -84,6 +111,7 @@ enum class TensorRole : uint16_t {
   kPostAttnNorm, kAttnQkv, kAttnGate,
   kSsmConv1d, kSsmDtBias, kSsmA, kSsmBeta, kSsmAlpha, kSsmNorm, kSsmOut,
   kNextnEhProj, kNextnEnorm, kNextnHnorm, kNextnEmbedTokens, kNextnSharedHeadHead, kNextnSharedHeadNorm,
+  kAttnQBias, kAttnKBias, kAttnVBias, kFfnExpProbsB,
   kCount
 };
 std::string_view TensorRoleName(TensorRole r);
@@ -97,6 +125,8 @@ enum class LayerSet : uint8_t {
   kNextn,          // the MTP/nextn layers (index >= n_layer)
   kAllWithNextn,   // every main layer and every nextn layer
   kAttentionAndNextn,
+  kDenseLead,      // the leading dense layers (il < n_layer_dense_lead)
+  kMoeWithNextn,   // every other main layer, and every nextn layer (glm4moe's MoE layers)
 };
 
 // Which types a tensor may be stored in.
@@ -122,7 +152,9 @@ struct TensorSpec {
   const char* why_optional;          // when optional: what happens if absent
 };
 
-enum class HpKind : uint8_t { kU32, kF32, kBool, kI32Array4, kU32OrPerLayer };
+// kGating: expert_gating_func (a u32: 1 softmax, 2 sigmoid, 3 softmax over the
+// chosen; 0 means the default) into HParams::expert_gating.
+enum class HpKind : uint8_t { kU32, kF32, kBool, kI32Array4, kU32OrPerLayer, kGating };
 
 struct HParamSpec {
   const char* key;  // without the "<arch>." prefix, e.g. "embedding_length"; "@" prefix: a full key
@@ -145,12 +177,15 @@ struct HParamSpec {
 // kGatedAttention also carries a gate per head in attn_q ([q | gate] per
 // head) and multiplies the output by sigmoid(gate); kGatedDeltaNet is the
 // gated delta rule over a recurrent state (runtime/model/delta_net.cc).
-// QK-norm (attn_q_norm, attn_k_norm) applies wherever the tensors exist.
+// QK-norm (attn_q_norm, attn_k_norm) and Q/K/V biases (attn_{q,k,v}.bias,
+// added to the products before the norm) apply wherever the tensors exist.
 enum class Mixer : uint8_t { kAttention, kGatedAttention, kGatedDeltaNet };
 // FFNs: kDense a SwiGLU FFN; kMoe routed experts (softmax router, top-k,
 // renormalized weights when HParams::expert_weights_norm, SwiGLU experts);
-// kMoeSharedExpert kMoe plus a shared SwiGLU expert gated per token by
-// sigmoid(ffn_gate_inp_shexp . x).
+// kMoeSharedExpert kMoe plus a shared SwiGLU expert, gated per token by
+// sigmoid(ffn_gate_inp_shexp . x) where the layer has that tensor (qwen35moe)
+// and added ungated where it has not (glm4moe). Routing follows
+// HParams::expert_gating; a layer's exp_probs_b biases only the choice.
 enum class FfnKind : uint8_t { kDense, kMoe, kMoeSharedExpert };
 std::string_view MixerName(Mixer m);      // "attention", "gated attention", "gated delta-net"
 std::string_view FfnKindName(FfnKind f);  // "dense SwiGLU", "MoE", "MoE + shared expert"
@@ -158,7 +193,7 @@ std::string_view FfnKindName(FfnKind f);  // "dense SwiGLU", "MoE", "MoE + share
 struct LayerStructure {
   Mixer attention;       // the mixer of the layers that run attention
   bool recurrent;        // layers between every full_attn_interval-th run kGatedDeltaNet
-  FfnKind ffn;
+  FfnKind ffn;           // of every layer but the leading dense ones (HParams::n_layer_dense_lead: kDense)
   TensorRole ffn_norm;   // the norm before the FFN: kFfnNorm, or kPostAttnNorm (qwen35moe's name for it)
 };
 
@@ -186,7 +221,8 @@ struct ArchSpec {
   // Layer il of a model with these hyperparameters.
   LayerPlan Layer(const HParams& hp, uint32_t il) const {
     const bool delta = layers.recurrent && hp.IsRecurrentLayer(il);
-    return {delta ? Mixer::kGatedDeltaNet : layers.attention, layers.ffn, layers.ffn_norm};
+    return {delta ? Mixer::kGatedDeltaNet : layers.attention, hp.IsDenseLeadLayer(il) ? FfnKind::kDense : layers.ffn,
+            layers.ffn_norm};
   }
 };
 

@@ -459,7 +459,8 @@ int Main(int argc, char** argv) {
   RunMemory* mem = &*(*planned)->memory;
   std::optional<RoutingTraceRecorder> recorder;
   if (!o.memory.routing_trace_out.empty()) {
-    recorder.emplace(model->hp().n_layer, model->hp().n_expert, model->hp().n_expert_used);
+    recorder.emplace(model->hp().n_layer, model->hp().n_expert, model->hp().n_expert_used,
+                     model->hp().n_layer_dense_lead);
     Status s = recorder->Reserve(shape.trace_tokens);
     if (!s.ok()) return Fail(s);
   }

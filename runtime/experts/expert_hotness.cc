@@ -9,8 +9,9 @@
 namespace strata {
 
 std::vector<ExpertKey> ExpertHotness::Hottest(size_t n) const {
-  std::vector<uint32_t> order(counts.size());
-  std::iota(order.begin(), order.end(), 0u);
+  const size_t skip = std::min<size_t>(static_cast<size_t>(dense_lead) * n_expert, counts.size());
+  std::vector<uint32_t> order(counts.size() - skip);
+  std::iota(order.begin(), order.end(), static_cast<uint32_t>(skip));
   n = std::min(n, order.size());
   auto hotter = [&](uint32_t a, uint32_t b) {
     if (counts[a] != counts[b]) return counts[a] > counts[b];
@@ -42,6 +43,7 @@ Result<ExpertHotness> ExpertHotness::FromPack(const Pack& pack, const HParams& h
   ExpertHotness h;
   h.n_layer = hp.n_layer;
   h.n_expert = hp.n_expert;
+  h.dense_lead = hp.n_layer_dense_lead;
   h.counts.assign(static_cast<size_t>(h.n_layer) * h.n_expert, 0);
   h.mass.assign(h.counts.size(), 0.0);
   h.tokens = prof->n_tokens();
@@ -90,6 +92,7 @@ Result<ExpertHotness> ExpertHotness::FromTrace(const RoutingTrace& t, uint64_t b
   ExpertHotness h;
   h.n_layer = t.n_layer;
   h.n_expert = t.n_expert;
+  h.dense_lead = hp ? hp->n_layer_dense_lead : t.dense_lead;
   h.counts.assign(static_cast<size_t>(h.n_layer) * h.n_expert, 0);
   h.mass.assign(h.counts.size(), 0.0);
   end = std::min(end, t.tokens());

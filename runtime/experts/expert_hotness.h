@@ -31,13 +31,14 @@ struct ExpertHotness {
   std::vector<uint64_t> counts;  // [layer][expert]: times routed
   std::vector<double> mass;      // [layer][expert]: router probability received
   uint64_t tokens = 0;           // tokens counted
+  uint32_t dense_lead = 0;       // leading layers without routed experts (HParams::n_layer_dense_lead)
   std::string source;            // for messages: "the pack's expert profile (corpus ..., N tokens)"
 
   uint64_t count(int32_t layer, uint32_t e) const { return counts[static_cast<size_t>(layer) * n_expert + e]; }
   // The n hottest (layer, expert) pairs over all layers, hottest first: by
   // count, then mass, then lower layer, then lower expert. Every layer sees
   // the same tokens, so counts compare across layers, and skewed layers get
-  // more of the pinned slots than flat ones.
+  // more of the pinned slots than flat ones. Leading dense layers have none.
   std::vector<ExpertKey> Hottest(size_t n) const;
   // Share of all routed uses that the given experts received.
   double Share(const std::vector<ExpertKey>& keys) const;

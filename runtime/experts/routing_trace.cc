@@ -19,6 +19,7 @@ RoutingTrace RoutingTrace::Slice(uint64_t begin, uint64_t end) const {
   t.n_layer = n_layer;
   t.n_expert = n_expert;
   t.k = k;
+  t.dense_lead = dense_lead;
   end = std::min(end, tokens());
   begin = std::min(begin, end);
   const uint64_t w = uint64_t{n_layer} * k;
@@ -36,7 +37,7 @@ Status RoutingTrace::Append(const RoutingTrace& o) {
     if (sessions.empty() || sessions.front() != 0) sessions.insert(sessions.begin(), 0);
     return Status::Ok();
   }
-  if (o.n_layer != n_layer || o.n_expert != n_expert || o.k != k)
+  if (o.n_layer != n_layer || o.n_expert != n_expert || o.k != k || o.dense_lead != dense_lead)
     return InvalidArgument(StrFormat("routing traces of different shapes (%u layers x %u experts, top-%u vs %u x %u, "
                                      "top-%u) cannot be joined",
                                      n_layer, n_expert, k, o.n_layer, o.n_expert, o.k));
@@ -49,17 +50,19 @@ Status RoutingTrace::Append(const RoutingTrace& o) {
   return Status::Ok();
 }
 
-RoutingTraceRecorder::RoutingTraceRecorder(uint32_t n_layer, uint32_t n_expert, uint32_t k) : per_layer_(n_layer, 0) {
+RoutingTraceRecorder::RoutingTraceRecorder(uint32_t n_layer, uint32_t n_expert, uint32_t k, uint32_t dense_lead)
+    : per_layer_(n_layer, 0) {
   trace_.n_layer = n_layer;
   trace_.n_expert = n_expert;
   trace_.k = k;
+  trace_.dense_lead = std::min(dense_lead, n_layer);
   trace_.sessions.push_back(0);
 }
 
 void RoutingTraceRecorder::OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) {
   if (!error_.ok()) return;
-  if (layer < 0 || static_cast<uint32_t>(layer) >= trace_.n_layer || experts.size() != trace_.k ||
-      probs.size() != trace_.k) {
+  if (layer < static_cast<int32_t>(trace_.dense_lead) || static_cast<uint32_t>(layer) >= trace_.n_layer ||
+      experts.size() != trace_.k || probs.size() != trace_.k) {
     error_ = Internal(StrFormat("routing trace: a routing of layer %d with %zu experts does not fit a trace of %u "
                                 "layers, top-%u",
                                 layer, experts.size(), trace_.n_layer, trace_.k));
@@ -86,8 +89,8 @@ void RoutingTraceRecorder::BeginSession() {
 
 Result<RoutingTrace> RoutingTraceRecorder::Finish() const {
   if (!error_.ok()) return error_;
-  for (uint64_t c : per_layer_)
-    if (c != per_layer_.front())
+  for (size_t l = trace_.dense_lead; l < per_layer_.size(); ++l)
+    if (per_layer_[l] != per_layer_.back())
       return Internal("routing trace: the layers saw different numbers of tokens (a forward pass stopped half way)");
   RoutingTrace t = trace_;
   if (!t.sessions.empty() && t.sessions.back() >= t.tokens() && t.sessions.size() > 1) t.sessions.pop_back();
@@ -106,7 +109,9 @@ uint64_t RoutingTraceRecorder::BytesFor(uint32_t n_layer, uint32_t k, uint64_t t
 
 Status WriteRoutingTrace(const RoutingTrace& t, const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(AtomicFileWriter w, AtomicFileWriter::Create(path));
-  std::string out = StrFormat("strata-routing-trace 1\nlayers %u experts %u k %u\n", t.n_layer, t.n_expert, t.k);
+  // A trace of a model with leading dense layers says so; those layers are '-'.
+  std::string out = StrFormat("strata-routing-trace 1\nlayers %u experts %u k %u", t.n_layer, t.n_expert, t.k);
+  out += t.dense_lead ? StrFormat(" dense %u\n", t.dense_lead) : std::string("\n");
   size_t next_session = 0;
   for (uint64_t tok = 0; tok < t.tokens(); ++tok) {
     while (next_session < t.sessions.size() && t.sessions[next_session] <= tok) {
@@ -115,6 +120,10 @@ Status WriteRoutingTrace(const RoutingTrace& t, const std::string& path) {
     }
     for (uint32_t l = 0; l < t.n_layer; ++l) {
       if (l) out += " |";
+      if (l < t.dense_lead) {
+        out += l ? " -" : "-";
+        continue;
+      }
       auto e = t.Experts(tok, l);
       auto p = t.Probs(tok, l);
       for (uint32_t j = 0; j < t.k; ++j) out += StrFormat("%s%d:%.4g", (l == 0 && j == 0) ? "" : " ", e[j], static_cast<double>(p[j]));
@@ -155,11 +164,19 @@ Result<RoutingTrace> ReadRoutingTrace(const std::string& path) {
       if (ec != std::errc() || p == c) return false;
       c = p;
     }
-    return c == end;
+    if (c == end) return true;
+    constexpr std::string_view kDense = " dense ";
+    if (static_cast<size_t>(end - c) < kDense.size() || std::memcmp(c, kDense.data(), kDense.size()) != 0) return false;
+    c += kDense.size();
+    auto [p, ec] = std::from_chars(c, end, t.dense_lead);
+    return ec == std::errc() && p != c && p == end;
   };
-  if (!std::getline(in, line) || !header(line) ||
-      t.n_layer == 0 || t.n_layer > 4096 || t.n_expert == 0 || t.n_expert > 65536 || t.k == 0 || t.k > t.n_expert)
-    return bad(2, "'layers L experts E k K' (1..4096 layers, 1..65536 experts, 1 <= K <= E)", line);
+  if (!std::getline(in, line) || !header(line) || t.n_layer == 0 || t.n_layer > 4096 || t.n_expert == 0 ||
+      t.n_expert > 65536 || t.k == 0 || t.k > t.n_expert || t.dense_lead >= t.n_layer)
+    return bad(2,
+               "'layers L experts E k K' or '... dense D' (1..4096 layers, 1..65536 experts, 1 <= K <= E, "
+               "D < L leading layers without experts)",
+               line);
   uint64_t line_no = 2;
   while (std::getline(in, line)) {
     ++line_no;
@@ -174,6 +191,16 @@ Result<RoutingTrace> ReadRoutingTrace(const std::string& path) {
         while (*c == ' ') ++c;
         if (*c != '|') return bad(line_no, StrFormat("'|' before layer %u", l), line);
         ++c;
+      }
+      if (l < t.dense_lead) {  // a leading dense layer: '-'
+        while (*c == ' ') ++c;
+        if (*c != '-') return bad(line_no, StrFormat("'-' for layer %u (a leading dense layer)", l), line);
+        ++c;
+        for (uint32_t j = 0; j < t.k; ++j) {
+          t.experts.push_back(-1);
+          t.probs.push_back(0.0f);
+        }
+        continue;
       }
       for (uint32_t j = 0; j < t.k; ++j) {
         char* end = nullptr;

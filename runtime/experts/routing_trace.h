@@ -27,6 +27,7 @@ struct RoutingTrace {
   uint32_t n_layer = 0;
   uint32_t n_expert = 0;
   uint32_t k = 0;
+  uint32_t dense_lead = 0;             // leading layers that route nothing: their entries are -1
   std::vector<int32_t> experts;        // [token][layer][k]
   std::vector<float> probs;            // [token][layer][k]
   std::vector<uint64_t> sessions;      // first token of each session, ascending
@@ -49,7 +50,8 @@ struct RoutingTrace {
 // indexes are counted per layer. Not for batches of several sequences.
 class RoutingTraceRecorder : public RoutingObserver {
  public:
-  RoutingTraceRecorder(uint32_t n_layer, uint32_t n_expert, uint32_t k);
+  // The first `dense_lead` layers route nothing (HParams::n_layer_dense_lead).
+  RoutingTraceRecorder(uint32_t n_layer, uint32_t n_expert, uint32_t k, uint32_t dense_lead = 0);
   void OnRouted(int32_t layer, std::span<const int32_t> experts, std::span<const float> probs) override;
   // The tokens recorded from now on start a new session.
   void BeginSession();

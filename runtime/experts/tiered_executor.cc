@@ -59,7 +59,7 @@ Result<std::unique_ptr<TieredExpertExecutor>> TieredExpertExecutor::Create(const
   TierOptions o = options;
   if (!device.backend) o.slots = 0;
   if (o.slots < 0) return InvalidArgument(StrFormat("--expert-slots %d: expected 0 or more", o.slots));
-  const int32_t all = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
+  const int32_t all = static_cast<int32_t>(std::min<uint64_t>(hp.RoutedExperts(), INT32_MAX));
   o.slots = std::min(o.slots, all);
   if (o.pinned < 0) o.pinned = DefaultPinnedSlots(o.slots, hotness != nullptr);
   if (o.pinned > o.slots)

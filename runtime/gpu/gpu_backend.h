@@ -137,6 +137,7 @@ class GpuBackend : public Backend {
   // y = W x for the pass's n rows (or `n` given), taking quantized
   // activations from the workspace.
   Status Product(const TensorView* w, gpu::DevicePtr x, int64_t n, gpu::DevicePtr y);
+  Status AddBias(const TensorView* bias, gpu::DevicePtr y, int64_t n, int64_t width);
   Status SwiGlu(const TensorView* gate, const TensorView* up, const TensorView* down, gpu::DevicePtr x, int64_t n,
                 gpu::DevicePtr out);
   Status MoeOnHost(int32_t il, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts, gpu::DevicePtr out);

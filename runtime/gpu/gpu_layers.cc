@@ -10,6 +10,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/gpu/gpu_backend.h"
+#include "runtime/model/ops.h"
 #include "runtime/gpu/gpu_pass.h"
 #include "runtime/gpu/gpu_workspace.h"
 #include "runtime/gpu/kernels/kernel_args.h"
@@ -60,6 +61,14 @@ Status GpuBackend::SwiGlu(const TensorView* gate, const TensorView* up, const Te
   return Product(down, gv, n, out);
 }
 
+// y[t][i] += bias[i] for n rows of `width` (nothing without a bias tensor).
+Status GpuBackend::AddBias(const TensorView* bias, DevicePtr y, int64_t n, int64_t width) {
+  if (!bias) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(DevicePtr b, WeightVector(bias));
+  gpu::AddBiasArgs a{AsPtr<float>(y), AsPtr<const float>(b), n * width, static_cast<int32_t>(width)};
+  return L()(kernels_.add_bias, Dim3{GridFor(a.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, a);
+}
+
 // --- attention ----------------------------------------------------------------
 
 Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Act out) {
@@ -87,6 +96,10 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
     STRATA_ASSIGN_OR_RETURN(DevicePtr x, h.For(*w));
     STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), *w, x, n, y));
   }
+  // Q/K/V biases (glm4moe), before the norms.
+  STRATA_RETURN_IF_ERROR(AddBias(m.Get(il, R::kAttnQBias), q, n, shape.q_width));
+  STRATA_RETURN_IF_ERROR(AddBias(m.Get(il, R::kAttnKBias), k, n, Hkv * Dk));
+  STRATA_RETURN_IF_ERROR(AddBias(m.Get(il, R::kAttnVBias), v, n, Hkv * Dv));
 
   const SequenceState& st0 = *p.batch[0].state;
   const KvType kv = st0.kv_type;
@@ -113,7 +126,9 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
     a.rope_neox = hp.rope_type == RopeType::kNorm ? 0 : 1;  // NEOX and text-only IMRoPE
     a.kv_type = static_cast<int32_t>(kv);
     a.k_row_bytes = Hkv * kh, a.v_row_bytes = Hkv * vh, a.k_head_bytes = kh, a.v_head_bytes = vh;
-    a.freq_base = hp.rope_freq_base, a.freq_scale = hp.rope_freq_scale, a.eps = hp.rms_eps;
+    const ops::RopeParams rope = ops::RopeParamsFor(hp);
+    a.freq_base = rope.freq_base, a.freq_scale = rope.freq_scale, a.eps = hp.rms_eps;
+    a.ext_factor = rope.ext_factor, a.mscale = rope.mscale, a.corr_low = rope.corr_low, a.corr_high = rope.corr_high;
     const uint32_t items = static_cast<uint32_t>(H + 2 * Hkv);
     STRATA_RETURN_IF_ERROR(L()(kernels_.attn_prep, Dim3{static_cast<uint32_t>(n), GridFor(items, 4), 1},
                                Dim3{warps_block, 1, 1}, 0, a));
@@ -275,7 +290,7 @@ Status GpuBackend::SharedExpert(int32_t il, strata::Act in, strata::Act out) {
   if (!sh) return ws.Exhausted("shared expert");
   STRATA_RETURN_IF_ERROR(SwiGlu(m.Get(il, R::kFfnGateShexp), m.Get(il, R::kFfnUpShexp), m.Get(il, R::kFfnDownShexp),
                                 ActAddr(in), n, sh));
-  STRATA_ASSIGN_OR_RETURN(DevicePtr gw, WeightVector(m.Get(il, R::kFfnGateInpShexp)));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr gw, WeightVector(m.Get(il, R::kFfnGateInpShexp)));  // 0: ungated
   gpu::SharedGateArgs a{};
   a.h = AsPtr<const float>(ActAddr(in));
   a.gate_w = AsPtr<const float>(gw);
@@ -310,7 +325,10 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
     a.sel = AsPtr<int32_t>(sel);
     a.wts = AsPtr<float>(wts);
     a.probs = AsPtr<float>(probs);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr bias, WeightVector(m.Get(il, R::kFfnExpProbsB)));
+    a.bias = AsPtr<const float>(bias);
     a.n = static_cast<int32_t>(n), a.n_expert = static_cast<int32_t>(NE), a.k = static_cast<int32_t>(K);
+    a.gating = static_cast<int32_t>(hp.expert_gating);
     a.norm = hp.expert_weights_norm ? 1 : 0;
     a.scale = hp.expert_weights_scale;
     STRATA_RETURN_IF_ERROR(

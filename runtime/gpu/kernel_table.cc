@@ -54,6 +54,7 @@ Result<KernelTable> KernelTable::Load(Device& d) {
   const std::pair<const char*, Kernel*> named[] = {
       {"strata_fill_f32", &t.fill},
       {"strata_add", &t.add},
+      {"strata_add_bias", &t.add_bias},
       {"strata_swiglu", &t.swiglu},
       {"strata_shared_gate", &t.shared_gate},
       {"strata_argmax", &t.argmax},

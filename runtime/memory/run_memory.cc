@@ -141,7 +141,7 @@ Status ReadHotness(const Pack& pack, const Model& model, const RunMemoryOptions&
 Status ChooseSlots(const Model& model, const RunMemoryOptions& o, PlanInputs* in) {
   const HParams& hp = model.hp();
   const bool device = in->tier.backend != nullptr;
-  const int32_t all = device ? static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX))
+  const int32_t all = device ? static_cast<int32_t>(std::min<uint64_t>(hp.RoutedExperts(), INT32_MAX))
                              : 0;
   int32_t slots = device ? (o.expert_slots >= 0 ? std::min(o.expert_slots, all) : -1) : 0;
   if (o.expert_pinned > 0 && device && !in->hotness)
@@ -199,7 +199,7 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, Backend& backend,
     STRATA_ASSIGN_OR_RETURN(s.forecast, ForecastSplit(in, o.split_rates));
     s.plan.split = s.forecast->Lines();
   }
-  const int32_t all = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
+  const int32_t all = static_cast<int32_t>(std::min<uint64_t>(hp.RoutedExperts(), INT32_MAX));
   if (in.tier.backend && o.expert_slots > all)
     s.plan.notes.push_back(StrFormat("--expert-slots %d is more than the model's %d routed experts (%u layers x %u): "
                                      "planned %d",

@@ -35,7 +35,7 @@ Result<SplitForecast> ForecastSplit(const PlanInputs& in, const SplitRates& rate
   SplitForecast f;
   f.rates = rates;
   f.slots = in.expert_slots;
-  f.experts = static_cast<int32_t>(std::min<uint64_t>(uint64_t{hp.n_layer} * hp.n_expert, INT32_MAX));
+  f.experts = static_cast<int32_t>(std::min<uint64_t>(hp.RoutedExperts(), INT32_MAX));
   f.per_layer.assign(hp.n_layer, 0);
   const double K = hp.n_expert_used;
   // Which experts start in the slots, and the share of routed uses they

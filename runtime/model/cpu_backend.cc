@@ -203,11 +203,12 @@ uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
 
 uint64_t SwiGluBytes(uint64_t rows, uint64_t ff) { return 2 * TakeBytes<float>(rows * ff); }
 
-uint64_t MoeBytes(const HParams& hp, uint64_t n) {
+uint64_t MoeBytes(const HParams& hp, uint64_t n, bool selection_bias) {
   const uint64_t NE = hp.n_expert, K = hp.n_expert_used, E = hp.n_embd;
   const uint64_t routing = TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) +
                            TakeBytes<float>(K) + TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) +
-                           2 * TakeBytes<int64_t>(n * K) + TakeBytes<float>(n * K * E);
+                           2 * TakeBytes<int64_t>(n * K) + TakeBytes<float>(n * K * E) +
+                           (selection_bias ? TakeBytes<float>(n * NE) : 0);
   // The executor's path: one expert's rows at a time. The batched path: the
   // token of each entry, gate and up of every entry, the jobs.
   const uint64_t executor = TakeBytes<float>(n * E);
@@ -287,10 +288,15 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   MatMul(Matrix(*W(m, il, R::kAttnQ)), h, n, qfull);
   MatMul(Matrix(*W(m, il, R::kAttnK)), h, n, k);
   MatMul(Matrix(*W(m, il, R::kAttnV)), h, n, v);
+  // Q/K/V biases (glm4moe), before the norms.
+  ops::AddBias(qfull, Model::F32(W(m, il, R::kAttnQBias)), n, q_width);
+  ops::AddBias(k, Model::F32(W(m, il, R::kAttnKBias)), n, Hkv * Dk);
+  ops::AddBias(v, Model::F32(W(m, il, R::kAttnVBias)), n, Hkv * Dv);
 
   const float* q_norm = Model::F32(W(m, il, R::kAttnQNorm));
   const float* k_norm = Model::F32(W(m, il, R::kAttnKNorm));
-  auto rope = [&](float* x, const float* cs) {
+  const ops::RopeParams rope = ops::RopeParamsFor(hp);
+  auto rotate = [&](float* x, const float* cs) {
     if (hp.rope_type == RopeType::kNorm) ops::RopeNorm(x, hp.n_rot, cs);
     else ops::RopeNeox(x, hp.n_rot, cs);  // NEOX and text-only IMRoPE
   };
@@ -302,16 +308,16 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   auto prepare = [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) {
       float* cs = angles + t * hp.n_rot;
-      ops::RopeAngles(hp.n_rot, p.pos[t], hp.rope_freq_base, hp.rope_freq_scale, cs);
+      ops::RopeAngles(hp.n_rot, p.pos[t], rope, cs);
       for (int64_t hh = 0; hh < H; ++hh) {
         float* q = q_at(t, hh);
         if (q_norm) ops::RmsNorm(q, q_norm, Dk, hp.rms_eps);
-        rope(q, cs);
+        rotate(q, cs);
       }
       for (int64_t hh = 0; hh < Hkv; ++hh) {
         float* kk = k + (t * Hkv + hh) * Dk;
         if (k_norm) ops::RmsNorm(kk, k_norm, Dk, hp.rms_eps);
-        rope(kk, cs);
+        rotate(kk, cs);
       }
       SequenceState& st = p.St(t);
       const int64_t k_row = Hkv * KvHeadBytes(st.kv_type, Dk), v_row = Hkv * KvHeadBytes(st.kv_type, Dv);
@@ -460,15 +466,29 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   MatMul(Matrix(*W(*p.m, il, R::kFfnGateInp)), h, n, probs);
   // Each token's routing on the pool (tokens are independent), then the
   // observer, in token order.
+  const float* bias = Model::F32(W(*p.m, il, R::kFfnExpProbsB));  // the selection bias, or null
+  float* biased = bias ? ws.Take<float>(n * NE) : nullptr;
+  if (bias && !biased) return ws.Exhausted("MoE routing");
   auto route = [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) {
       float* pr = probs + t * NE;
-      ops::Softmax(pr, NE);
+      ops::RouterProbs(hp.expert_gating, pr, NE);
       int32_t* s = sel + t * K;
-      ops::TopK(pr, NE, K, s);
+      if (bias) {  // chosen on probs + bias, weighted by the probs
+        float* b = biased + t * NE;
+        for (int64_t e = 0; e < NE; ++e) b[e] = pr[e] + bias[e];
+        ops::TopK(b, NE, K, s);
+      } else {
+        ops::TopK(pr, NE, K, s);
+      }
       float* w = wts + t * K;
+      for (int64_t k = 0; k < K; ++k) w[k] = pr[s[k]];
+      if (hp.expert_gating == ExpertGating::kSoftmaxWeight) {
+        ops::Softmax(w, K);
+        for (int64_t k = 0; k < K; ++k) pr[s[k]] = w[k];  // what the observer reads: the chosen's probabilities
+      }
       float sum = 0.0f;
-      for (int64_t k = 0; k < K; ++k) sum += (w[k] = pr[s[k]]);
+      for (int64_t k = 0; k < K; ++k) sum += w[k];
       if (hp.expert_weights_norm) {
         const float denom = std::max(sum, 6.103515625e-5f);
         for (int64_t k = 0; k < K; ++k) w[k] /= denom;
@@ -571,8 +591,12 @@ Status CpuBackend::SharedExpert(int32_t il, Act in, Act out_act) {
   if (!sh) return ws.Exhausted("shared expert");
   STRATA_RETURN_IF_ERROR(SwiGlu(*this, ws, Matrix(*W(m, il, R::kFfnGateShexp)), Matrix(*W(m, il, R::kFfnUpShexp)),
                                 Matrix(*W(m, il, R::kFfnDownShexp)), h, n, sh));
-  const float* gw = Model::F32(W(m, il, R::kFfnGateInpShexp));
+  const float* gw = Model::F32(W(m, il, R::kFfnGateInpShexp));  // null: ungated (glm4moe)
   for (int64_t t = 0; t < n; ++t) {
+    if (!gw) {
+      for (int64_t d = 0; d < E; ++d) out[t * E + d] += sh[t * E + d];
+      continue;
+    }
     float g = 0.0f;
     for (int64_t d = 0; d < E; ++d) g += gw[d] * h[t * E + d];
     g = ops::Sigmoid(g);
@@ -675,7 +699,9 @@ uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape) {
     switch (layer.ffn) {
       case FfnKind::kDense: stage = std::max(stage, SwiGluBytes(n, hp.n_ff)); break;
       case FfnKind::kMoeSharedExpert: stage = std::max(stage, SharedExpertBytes(hp, n)); [[fallthrough]];
-      case FfnKind::kMoe: stage = std::max(stage, MoeBytes(hp, n)); break;
+      case FfnKind::kMoe:
+        stage = std::max(stage, MoeBytes(hp, n, model.Get(static_cast<int32_t>(il), TensorRole::kFfnExpProbsB)));
+        break;
     }
   }
   return top + stage;

@@ -1,4 +1,5 @@
 #include "runtime/model/ops.h"
+#include "runtime/arch/arch_spec.h"
 #include "runtime/base/portable_math.h"
 
 #include <algorithm>
@@ -41,6 +42,72 @@ void RopeAngles(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, f
     cs[half + i] = SinF(t);
     theta *= theta_scale;
   }
+}
+
+RopeParams RopeParamsFor(const HParams& hp) {
+  RopeParams rp;
+  rp.freq_base = hp.rope_freq_base;
+  rp.freq_scale = hp.rope_scaling == RopeScaling::kNone ? 1.0f : hp.rope_freq_scale;
+  rp.mscale = 1.0f;
+  if (hp.rope_scaling == RopeScaling::kYarn) {
+    rp.ext_factor = 1.0f;
+    const float factor = 1.0f / rp.freq_scale;
+    // llama.cpp: get_mscale(factor) / (1 + 0.1 ln factor), so that with the
+    // rotation's own (1 + 0.1 ln factor) the magnitude is get_mscale(factor).
+    const float get_mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+    rp.mscale = get_mscale * (1.0f / (1.0f + 0.1f * std::log(factor)));
+    // ggml_rope_yarn_corr_dims with beta_fast 32, beta_slow 1.
+    const auto n_dims = static_cast<float>(hp.n_rot);
+    const auto n_ctx_orig = static_cast<float>(hp.n_ctx_orig_yarn);
+    auto corr_dim = [&](float n_rot) {
+      return n_dims * std::log(n_ctx_orig / (n_rot * 2.0f * 3.14159265358979323846f)) /
+             (2.0f * std::log(hp.rope_freq_base));
+    };
+    rp.corr_low = std::max(0.0f, std::floor(corr_dim(32.0f)));
+    rp.corr_high = std::min(n_dims - 1.0f, std::ceil(corr_dim(1.0f)));
+  }
+  rp.mscale *= hp.rope_attn_factor;
+  return rp;
+}
+
+void RopeAngles(int64_t n_rot, int64_t pos, const RopeParams& rp, float* cs) {
+  if (rp.ext_factor == 0.0f && rp.mscale == 1.0f) {  // plain or linear: the form above, bit for bit
+    RopeAngles(n_rot, pos, rp.freq_base, rp.freq_scale, cs);
+    return;
+  }
+  const int64_t half = n_rot / 2;
+  const float theta_scale = PowF(rp.freq_base, -2.0f / static_cast<float>(n_rot));
+  float mscale = rp.mscale;
+  if (rp.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * std::log(1.0f / rp.freq_scale);
+  float theta_extrap = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; ++i) {
+    const float theta_interp = rp.freq_scale * theta_extrap;
+    float theta = theta_interp;
+    if (rp.ext_factor != 0.0f) {
+      const float y = (static_cast<float>(i) - rp.corr_low) / std::max(0.001f, rp.corr_high - rp.corr_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
+      theta = theta_interp * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
+    }
+    cs[i] = CosF(theta) * mscale;
+    cs[half + i] = SinF(theta) * mscale;
+    theta_extrap *= theta_scale;
+  }
+}
+
+void RouterProbs(ExpertGating gating, float* x, int64_t n) {
+  switch (gating) {
+    case ExpertGating::kSoftmax: Softmax(x, n); break;
+    case ExpertGating::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) x[i] = Sigmoid(x[i]);
+      break;
+    case ExpertGating::kSoftmaxWeight: break;
+  }
+}
+
+void AddBias(float* y, const float* bias, int64_t n, int64_t width) {
+  if (!bias) return;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < width; ++i) y[t * width + i] += bias[i];
 }
 
 void RopeNeox(float* x, int64_t n_rot, const float* cs) {

@@ -9,6 +9,11 @@
 #include <cstdint>
 #include <span>
 
+namespace strata {
+struct HParams;
+enum class ExpertGating : uint8_t;
+}
+
 namespace strata::ops {
 
 // x[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (w may be null: no scale)
@@ -26,7 +31,31 @@ void L2Norm(float* x, int64_t n, float eps);
 // head vector's first n_rot dims by them: NEOX pairs (i, i + n_rot/2), NORM
 // pairs (2i, 2i+1).
 void RopeAngles(int64_t n_rot, int64_t pos, float freq_base, float freq_scale, float* cs);
+
+// RoPE with scaling, as ggml's rope_yarn: theta_interp = freq_scale *
+// theta_extrap; with ext_factor != 0 (YaRN) the angle of pair i blends
+// theta_interp and theta_extrap by ramp(i) * ext_factor, ramp 1 below
+// corr_low, 0 above corr_high, linear between, and cos and sin are scaled by
+// mscale * (1 + 0.1 ln(1 / freq_scale)); without, by mscale alone.
+struct RopeParams {
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  float ext_factor = 0.0f;  // 1 for YaRN, 0 otherwise
+  float mscale = 1.0f;      // llama.cpp's yarn_attn_factor (times rope.scaling.attn_factor)
+  float corr_low = 0.0f, corr_high = 0.0f;  // YaRN's correction dims
+};
+// What a model's hyperparameters ask for (llama.cpp's context setup: YaRN's
+// ext_factor 1, beta_fast 32, beta_slow 1, its attention factor cancelled
+// against the magnitude correction the rotation applies).
+RopeParams RopeParamsFor(const HParams& hp);
+void RopeAngles(int64_t n_rot, int64_t pos, const RopeParams& rp, float* cs);
 void RopeNeox(float* x, int64_t n_rot, const float* cs);
+// The router's probabilities in place, as HParams::expert_gating says:
+// softmax over all, each logit's sigmoid, or the logits as they are (the
+// softmax comes after the top k: kSoftmaxWeight).
+void RouterProbs(ExpertGating gating, float* logits, int64_t n);
+// y[t * width + i] += bias[i] for t < n (nothing when bias is null).
+void AddBias(float* y, const float* bias, int64_t n, int64_t width);
 void RopeNorm(float* x, int64_t n_rot, const float* cs);
 
 // In place softmax over n values.

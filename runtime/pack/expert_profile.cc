@@ -67,7 +67,9 @@ Result<ExpertProfile> ExpertProfileFromManifest(const fb::ExpertProfile& f, Arch
                    StrFormat("a finite value in [0, %u] (at most one unit of probability per routing)", lp.counts[e]),
                    StrFormat("%g", static_cast<double>(m)));
     }
-    if (sum != routed_per_layer)
+    if (hp.IsDenseLeadLayer(il) && sum != 0)
+      return bad(at + ".counts", "all 0 (a leading dense layer routes nothing)", StrFormat("%" PRIu64, sum));
+    if (!hp.IsDenseLeadLayer(il) && sum != routed_per_layer)
       return bad(at + ".counts",
                  StrFormat("a sum of %" PRIu64 " (n_tokens %" PRIu64 " x n_expert_used %u)", routed_per_layer,
                            p.n_tokens, hp.n_expert_used),

@@ -20,7 +20,8 @@ STRATA_PIN(Arch::kQwen3Moe, fb::Arch::Qwen3Moe);
 STRATA_PIN(Arch::kQwen35Moe, fb::Arch::Qwen35Moe);
 STRATA_PIN(Arch::kVocabOnly, fb::Arch::VocabOnly);
 STRATA_PIN(Arch::kQwen3, fb::Arch::Qwen3);
-static_assert(fb::Arch::MAX == fb::Arch::Qwen3, "an architecture id was added to the schema: add it to Arch");
+STRATA_PIN(Arch::kGlm4Moe, fb::Arch::Glm4Moe);
+static_assert(fb::Arch::MAX == fb::Arch::Glm4Moe, "an architecture id was added to the schema: add it to Arch");
 
 STRATA_PIN(RopeType::kNorm, fb::RopeType::Norm);
 STRATA_PIN(RopeType::kNeox, fb::RopeType::Neox);
@@ -65,6 +66,10 @@ STRATA_PIN(TensorRole::kNextnHnorm, fb::TensorRole::NextnHnorm);
 STRATA_PIN(TensorRole::kNextnEmbedTokens, fb::TensorRole::NextnEmbedTokens);
 STRATA_PIN(TensorRole::kNextnSharedHeadHead, fb::TensorRole::NextnSharedHeadHead);
 STRATA_PIN(TensorRole::kNextnSharedHeadNorm, fb::TensorRole::NextnSharedHeadNorm);
+STRATA_PIN(TensorRole::kAttnQBias, fb::TensorRole::AttnQBias);
+STRATA_PIN(TensorRole::kAttnKBias, fb::TensorRole::AttnKBias);
+STRATA_PIN(TensorRole::kAttnVBias, fb::TensorRole::AttnVBias);
+STRATA_PIN(TensorRole::kFfnExpProbsB, fb::TensorRole::FfnExpProbsB);
 static_assert(static_cast<uint64_t>(TensorRole::kCount) == static_cast<uint64_t>(fb::TensorRole::MAX) + 1,
               "TensorRole and the schema's TensorRole list different roles");
 

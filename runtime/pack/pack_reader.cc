@@ -66,6 +66,12 @@ HParams HParamsFromManifest(const fb::HyperParams& f) {
   h.full_attn_interval = f.full_attn_interval();
   h.nextn_predict_layers = f.nextn_predict_layers();
   h.tied_output = f.tied_output();
+  h.rope_scaling = static_cast<RopeScaling>(f.rope_scaling());
+  h.n_ctx_orig_yarn = f.n_ctx_orig_yarn();
+  h.rope_attn_factor = f.rope_attn_factor();
+  h.expert_gating = static_cast<ExpertGating>(f.expert_gating());
+  h.n_layer_dense_lead = f.n_layer_dense_lead();
+  h.n_expert_shared = f.n_expert_shared();
   return h;
 }
 

@@ -2,7 +2,8 @@
 // (issue 12). Whole models make slow inputs that mutate mostly tensor bytes;
 // these files are a few KiB to a few tens of KiB and carry every structure the
 // parsers check:
-//   OUTDIR/gguf_reader_fuzz/  a tiny GGUF per architecture, a vocab-only one,
+//   OUTDIR/gguf_reader_fuzz/  a tiny GGUF per architecture (and qwen3moe with
+//       YaRN's rope.scaling keys), a vocab-only one,
 //       one with every metadata value type (scalars and arrays, including
 //       floats where integers are read), one with a tensor of every ggml type,
 //       a v2 file and one with a custom alignment;
@@ -66,6 +67,21 @@ HParams Smallest(Arch arch) {
       h.ssm_dt_rank = 2;
       h.ssm_d_inner = 32;
       break;
+    case Arch::kGlm4Moe:
+      h.n_layer_all = 3;  // a leading dense layer, an MoE layer, an MTP layer
+      h.n_layer = 2;
+      h.nextn_predict_layers = 1;
+      h.n_layer_dense_lead = 1;
+      h.n_rot = 8;  // partial RoPE
+      h.n_ff = 32;
+      h.n_expert = 4;
+      h.n_expert_used = 2;
+      h.n_ff_exp = h.n_ff_shexp = 32;
+      h.n_expert_shared = 1;
+      h.expert_gating = ExpertGating::kSigmoid;
+      h.expert_weights_norm = true;
+      h.expert_weights_scale = 2.5f;
+      break;
     default:
       break;
   }
@@ -106,11 +122,23 @@ Status Run(const std::string& dir) {
   std::filesystem::create_directories(g);
   std::filesystem::create_directories(p);
 
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe}) {
     STRATA_ASSIGN_OR_RETURN(GgufBuilder b, Model(arch));
     const std::string name(ArchName(arch));
     STRATA_RETURN_IF_ERROR(Write(b, g + "/" + name + ".gguf"));
     STRATA_RETURN_IF_ERROR(Pack(g + "/" + name + ".gguf", p + "/" + name + ".strata", {}));
+    if (arch == Arch::kQwen3Moe) {  // YaRN's rope.scaling.* keys
+      SyntheticModelSpec y;
+      y.arch = arch;
+      y.hp = Smallest(arch);
+      y.hp.rope_scaling = RopeScaling::kYarn;
+      y.hp.rope_freq_scale = 0.25f;
+      y.hp.n_ctx_orig_yarn = 16;
+      y.matrix_type = GgmlType::kQ8_0;
+      y.name = "fuzz-seed";
+      STRATA_ASSIGN_OR_RETURN(GgufBuilder yb, BuildSyntheticModel(y));
+      STRATA_RETURN_IF_ERROR(Write(yb, g + "/" + name + "-yarn.gguf"));
+    }
     if (arch == Arch::kQwen3Moe) {
       PackOptions copies;
       copies.decode_copies = DecodeCopyType::kQ8_0;

@@ -5,6 +5,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <xxhash.h>
+
+#include "runtime/base/mapped_file.h"
 
 #include "runtime/base/main_guard.h"
 #include "tests/gguf_writer/synthetic_model.h"
@@ -19,12 +22,20 @@ int Main(int argc, char** argv) {
   // The same options on every system: no /option forms on Windows (CLI11's
   // default there), so a path such as /data/model.gguf stays a path.
   app.allow_windows_style_options(false);
-  std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks;
+  std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling;
+  bool qk_norm = false, f32_math = false, print_xxh3 = false;
   uint32_t layers = 0, split = 1;
   uint64_t seed = 1;
-  app.add_option("--arch", arch, "llama, qwen3, qwen3moe or qwen35moe");
+  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe or glm4moe");
   app.add_option("--preset", preset,
-                 "tiny (the conformance fixtures' shapes), qwen3-30b-a3b or qwen36-35b-a3b (real layer shapes)");
+                 "tiny (the conformance fixtures' shapes), qwen3-30b-a3b, qwen36-35b-a3b or glm45-air (real layer "
+                 "shapes)");
+  app.add_option("--rope-scaling", rope_scaling,
+                 "yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR (the rope.scaling.* keys, any architecture)");
+  app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
+  app.add_flag("--print-xxh3", print_xxh3, "print the written file's XXH3-64 (hex) after its path");
+  app.add_flag("--f32-math", f32_math,
+               "write the F32-math twin: the same weights, dequantized from their types, as F32 (docs/conformance.md)");
   app.add_option("--layers", layers, "layers (qwen36-35b-a3b: groups of 3 delta-net + 1 attention)");
   app.add_option("--type", type, "type of the weight matrices (Q8_0, Q4_K, F16, ...)");
   app.add_option("--mix", mix, "q4_k_m: Q4_K matrices, Q6_K output head and attn_v, Q8_0 small matrices");
@@ -49,11 +60,16 @@ int Main(int argc, char** argv) {
   s.tokenizer_gguf = tok;
   if (preset == "tiny") {
     s.hp = TinyHParams(s.arch);
-    if (layers) s.hp.n_layer_all = s.hp.n_layer = layers;
+    if (layers) {
+      s.hp.n_layer_all = layers + s.hp.nextn_predict_layers;
+      s.hp.n_layer = layers;
+    }
   } else if (preset == "qwen3-30b-a3b" && s.arch == Arch::kQwen3Moe) {
     s.hp = Qwen3_30BA3BShape(layers ? layers : 4);
   } else if (preset == "qwen36-35b-a3b" && s.arch == Arch::kQwen35Moe) {
     s.hp = Qwen36_35BA3BShape(layers ? layers : 1);
+  } else if (preset == "glm45-air" && s.arch == Arch::kGlm4Moe) {
+    s.hp = Glm45AirShape(layers ? layers : 4);
   } else {
     std::fprintf(stderr, "strata-make-gguf: unknown --preset %s for --arch %s\n", preset.c_str(), arch.c_str());
     return kExitUsage;
@@ -64,6 +80,15 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   s.matrix_type = t->type;
+  s.qk_norm = qk_norm;
+  s.f32_math = f32_math;
+  if (!rope_scaling.empty()) {
+    Status rs = ParseRopeScaling(rope_scaling, &s.hp);
+    if (!rs.ok()) {
+      std::fprintf(stderr, "strata-make-gguf: %s\n", rs.message().c_str());
+      return kExitUsage;
+    }
+  }
   if (mix == "q4_k_m") {
     s.matrix_type = GgmlType::kQ4_K;
     s.type_by_role = {{TensorRole::kOutput, GgmlType::kQ6_K}, {TensorRole::kAttnV, GgmlType::kQ6_K},
@@ -96,6 +121,15 @@ int Main(int argc, char** argv) {
   if (!st.ok()) {
     std::fprintf(stderr, "strata-make-gguf: %s\n", st.message().c_str());
     return kExitError;
+  }
+  if (print_xxh3) {
+    auto f = MappedFile::Open(out);
+    if (!f.ok()) {
+      std::fprintf(stderr, "strata-make-gguf: %s\n", f.status().message().c_str());
+      return kExitError;
+    }
+    std::printf("%s %016llx\n", out.c_str(), static_cast<unsigned long long>(XXH3_64bits(f->data(), f->bytes().size())));
+    return kExitOk;
   }
   std::printf("%s\n", out.c_str());
   return kExitOk;

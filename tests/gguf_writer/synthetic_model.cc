@@ -1,11 +1,13 @@
 #include "tests/gguf_writer/synthetic_model.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "packer/gguf/gguf_file.h"
 #include "runtime/base/strings.h"
+#include "runtime/quant/dequantize.h"
 #include "runtime/quant/fp_convert.h"
 #include "runtime/quant/quantize.h"
 #include "runtime/tokenizer/unicode.h"
@@ -128,8 +130,84 @@ HParams TinyQwen3HParams() {
   return h;
 }
 
+HParams TinyGlm4MoeHParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 256;
+  h.n_embd = 256;
+  h.n_layer_all = 4;
+  h.nextn_predict_layers = 1;
+  h.n_layer = 3;
+  h.n_head = 8;
+  h.n_head_kv = 2;
+  h.head_dim_k = h.head_dim_v = 64;
+  h.n_rot = 32;  // partial RoPE, as GLM-4.5 (half of each head)
+  h.rope_freq_base = 1e6f;
+  h.rms_eps = 1e-5f;
+  h.n_ff = 512;
+  h.n_expert = 8;
+  h.n_expert_used = 2;
+  h.n_ff_exp = 128;
+  h.n_expert_shared = 1;
+  h.n_ff_shexp = 128;
+  h.n_layer_dense_lead = 1;
+  h.expert_gating = ExpertGating::kSigmoid;
+  h.expert_weights_norm = true;
+  h.expert_weights_scale = 2.5f;
+  return h;
+}
+
+HParams Glm45AirShape(uint32_t n_layer) {
+  HParams h = TinyGlm4MoeHParams();
+  h.n_vocab = 151552;
+  h.n_ctx_train = 131072;
+  h.n_embd = 4096;
+  h.n_layer_all = h.n_layer = n_layer;
+  h.nextn_predict_layers = 0;
+  h.n_head = 96;
+  h.n_head_kv = 8;
+  h.head_dim_k = h.head_dim_v = 128;
+  h.n_rot = 64;
+  h.n_ff = 10944;
+  h.n_expert = 128;
+  h.n_expert_used = 8;
+  h.n_ff_exp = h.n_ff_shexp = 1408;
+  h.n_layer_dense_lead = 1;
+  return h;
+}
+
+Status ParseRopeScaling(const std::string& text, HParams* hp) {
+  auto bad = [&] {
+    return InvalidArgument("--rope-scaling " + text + ": expected yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR");
+  };
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t colon = text.find(':', at);
+    parts.push_back(text.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  char* end = nullptr;
+  if (parts.size() < 2) return bad();
+  const float factor = std::strtof(parts[1].c_str(), &end);
+  if (parts[1].empty() || *end || !(factor > 0.0f) || !std::isfinite(factor)) return bad();
+  if (parts[0] == "linear" && parts.size() == 2) {
+    hp->rope_scaling = RopeScaling::kLinear;
+  } else if (parts[0] == "yarn" && parts.size() == 3) {
+    const unsigned long orig = std::strtoul(parts[2].c_str(), &end, 10);
+    if (parts[2].empty() || *end || orig == 0 || orig > (1u << 24)) return bad();
+    hp->rope_scaling = RopeScaling::kYarn;
+    hp->n_ctx_orig_yarn = static_cast<uint32_t>(orig);
+  } else {
+    return bad();
+  }
+  hp->rope_freq_scale = 1.0f / factor;
+  return Status::Ok();
+}
+
 HParams TinyHParams(Arch arch) {
   switch (arch) {
+    case Arch::kGlm4Moe: return TinyGlm4MoeHParams();
     case Arch::kLlama: return TinyLlamaHParams();
     case Arch::kQwen3: return TinyQwen3HParams();
     case Arch::kQwen35Moe: return TinyQwen35MoeHParams();
@@ -225,6 +303,19 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     b.U32(a + ".expert_count", hp.n_expert).U32(a + ".expert_used_count", hp.n_expert_used);
     b.U32(a + ".expert_feed_forward_length", hp.n_ff_exp);
   }
+  if (spec.arch == Arch::kGlm4Moe) {
+    b.U32(a + ".expert_shared_count", hp.n_expert_shared);
+    b.U32(a + ".leading_dense_block_count", hp.n_layer_dense_lead);
+    b.U32(a + ".expert_gating_func", static_cast<uint32_t>(hp.expert_gating));
+    b.Bool(a + ".expert_weights_norm", hp.expert_weights_norm);
+    b.F32(a + ".expert_weights_scale", hp.expert_weights_scale);
+    b.U32(a + ".nextn_predict_layers", hp.nextn_predict_layers);
+  }
+  if (hp.rope_scaling != RopeScaling::kNone) {
+    b.String(a + ".rope.scaling.type", std::string(RopeScalingName(hp.rope_scaling)));
+    b.F32(a + ".rope.scaling.factor", 1.0f / hp.rope_freq_scale);
+    if (hp.rope_scaling == RopeScaling::kYarn) b.U32(a + ".rope.scaling.original_context_length", hp.n_ctx_orig_yarn);
+  }
   if (spec.arch == Arch::kQwen35Moe) {
     b.U32(a + ".expert_shared_feed_forward_length", hp.n_ff_shexp);
     b.I32Array(a + ".rope.dimension_sections", std::vector<int32_t>(hp.rope_sections.begin(), hp.rope_sections.end()));
@@ -239,7 +330,14 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
 
   std::mt19937_64 rng(spec.seed);
   for (const ExpectedTensor& e : ExpectedTensors(GetArchSpec(spec.arch), hp)) {
-    if (e.spec->optional && !(e.spec->role == TensorRole::kOutput && !spec.tied_output)) continue;
+    if (e.spec->optional) {
+      const TensorRole r = e.spec->role;
+      const bool bias = r == TensorRole::kAttnQBias || r == TensorRole::kAttnKBias || r == TensorRole::kAttnVBias;
+      const bool norm = r == TensorRole::kAttnQNorm || r == TensorRole::kAttnKNorm;
+      const bool keep = (r == TensorRole::kOutput && !spec.tied_output) || (bias && spec.attn_biases) ||
+                        (norm && spec.qk_norm);
+      if (!keep) continue;
+    }
     std::vector<int64_t> ne(e.shape.begin(), e.shape.end());
     uint64_t count = 1;
     for (uint64_t d : e.shape) count *= d;
@@ -252,6 +350,10 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
         case TensorRole::kSsmDtBias: v = Normal(rng, count, 0.0f, 0.5f); break;
         case TensorRole::kSsmConv1d: v = Normal(rng, count, 0.0f, 0.3f); break;
         case TensorRole::kFfnGateInpShexp: v = Normal(rng, count, 0.0f, 0.05f); break;
+        case TensorRole::kAttnQBias:
+        case TensorRole::kAttnKBias:
+        case TensorRole::kAttnVBias: v = Normal(rng, count, 0.0f, 0.2f); break;
+        case TensorRole::kFfnExpProbsB: v = Normal(rng, count, 0.0f, 0.1f); break;
         default: v = Normal(rng, count, 1.0f, 0.05f); break;  // norm weights
       }
       b.TensorF32(e.name, ne, v);
@@ -274,7 +376,14 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
         for (uint32_t expert = 0; expert < hp.n_expert; ++expert)
           v[expert * row] = spec.router_bias(static_cast<uint32_t>(e.layer), expert);
     }
-    b.Tensor(e.name, type, ne, Encode(type, v, row, rng, scale));
+    std::vector<uint8_t> bytes = Encode(type, v, row, rng, scale);
+    if (spec.f32_math && type != GgmlType::kF32) {
+      std::vector<float> f(count);
+      DequantizeRowUnchecked(type, bytes.data(), f.data(), static_cast<int64_t>(count));
+      b.TensorF32(e.name, ne, f);
+      continue;
+    }
+    b.Tensor(e.name, type, ne, std::move(bytes));
   }
   return b;
 }

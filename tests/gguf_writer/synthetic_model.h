@@ -39,6 +39,13 @@ struct SyntheticModelSpec {
   std::function<float(uint32_t layer, uint32_t expert)> router_bias;
   std::string name = "strata-synthetic";
   bool tied_output = false;  // leave out output.weight (the token embedding is the head)
+  // Optional tensors written: the Q/K/V biases where the architecture has
+  // them (GLM-4.5-Air's files carry them), and QK-norm where it is optional.
+  bool attn_biases = true;
+  bool qk_norm = false;
+  // The F32-math twin (docs/conformance.md): every matrix the same values,
+  // dequantized from the type it would have had and written as F32.
+  bool f32_math = false;
 };
 
 // Hyperparameter presets.
@@ -46,6 +53,10 @@ HParams TinyQwen3MoeHParams();    // the conformance fixture's shape
 HParams TinyQwen35MoeHParams();   // the conformance fixture's shape
 HParams TinyLlamaHParams();
 HParams TinyQwen3HParams();       // dense Qwen3: TinyQwen3MoeHParams' attention, a dense FFN
+// glm4moe: 1 leading dense layer, 2 MoE layers (sigmoid router with a
+// selection bias, a shared expert, weights renormalized and scaled by 2.5),
+// partial RoPE (32 of 64 dims), and 1 MTP layer.
+HParams TinyGlm4MoeHParams();
 // The tiny preset of an architecture (one of the above).
 HParams TinyHParams(Arch arch);
 // Qwen3-30B-A3B's layer shapes with `n_layer` layers (vocab 151936).
@@ -53,6 +64,12 @@ HParams Qwen3_30BA3BShape(uint32_t n_layer);
 // Qwen3.6-35B-A3B's layer shapes with `groups` groups of 3 delta-net + 1
 // attention layers (vocab 248320).
 HParams Qwen36_35BA3BShape(uint32_t groups);
+// GLM-4.5-Air's layer shapes with `n_layer` layers, the first dense (vocab 151552).
+HParams Glm45AirShape(uint32_t n_layer);
+// Long-context RoPE as GGUF metadata asks for it: "yarn:FACTOR:ORIGINAL_CONTEXT"
+// or "linear:FACTOR", into hp (rope_scaling, rope_freq_scale,
+// n_ctx_orig_yarn). Errors: any other text.
+Status ParseRopeScaling(const std::string& text, HParams* hp);
 
 // Builds the GGUF. Errors: unknown preset values, a tokenizer GGUF that
 // cannot be read.

@@ -71,12 +71,22 @@ STRATA_DEV void NormRope(float* x, int32_t d, const float* w, const AttnPrepArgs
   }
   // theta_i = pos * base^(-2i / n_rot), built by repeated multiplication as
   // the CPU (and ggml's rope cache) builds it.
+  // With YaRN (ext_factor != 0) pair i blends the scaled and unscaled
+  // angles by its ramp, and cos and sin carry the magnitude correction.
   const int32_t half = a.n_rot / 2;
   const float theta_scale = DevPow(a.freq_base, -2.0f / static_cast<float>(a.n_rot));
+  float mscale = a.mscale;
+  if (a.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * DevLog(1.0f / a.freq_scale);
   for (int32_t i = lane; i < half; i += W) {
-    float theta = static_cast<float>(pos);
-    for (int32_t k = 0; k < i; ++k) theta *= theta_scale;
-    const float c = DevCos(a.freq_scale * theta), s = DevSin(a.freq_scale * theta);
+    float theta_extrap = static_cast<float>(pos);
+    for (int32_t k = 0; k < i; ++k) theta_extrap *= theta_scale;
+    float theta = a.freq_scale * theta_extrap;
+    if (a.ext_factor != 0.0f) {
+      const float y = (static_cast<float>(i) - a.corr_low) / DevFmax(0.001f, a.corr_high - a.corr_low);
+      const float ramp_mix = (1.0f - DevFmin(1.0f, DevFmax(0.0f, y))) * a.ext_factor;
+      theta = theta * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
+    }
+    const float c = DevCos(theta) * mscale, s = DevSin(theta) * mscale;
     const int32_t i0 = a.rope_neox ? i : 2 * i, i1 = a.rope_neox ? i + half : 2 * i + 1;
     const float x0 = x[i0], x1 = x[i1];
     x[i0] = x0 * c - x1 * s;

@@ -80,6 +80,14 @@ struct AddArgs {
   int64_t n;
 };
 
+// y[i] += bias[i % width] for i < n (n rows of width values).
+struct AddBiasArgs {
+  float* y;
+  const float* bias;
+  int64_t n;
+  int32_t width;
+};
+
 // How activations are quantized for a weight type: as llama.cpp's CPU
 // backend converts them (its vec_dot type, docs/quant-types.md), so the int8
 // values are the ones its integer sums see.
@@ -159,6 +167,8 @@ struct AttnPrepArgs {
   int64_t k_head_bytes;
   int64_t v_head_bytes;
   float freq_base, freq_scale, eps;
+  // RoPE scaling (ops::RopeParams): YaRN's blend and the magnitude of cos and sin.
+  float ext_factor, mscale, corr_low, corr_high;
 };
 
 // Grouped-query attention over the cache, tiled over keys with an online
@@ -203,7 +213,9 @@ struct TopKArgs {
   int32_t* sel;         // [n][k]
   float* wts;           // [n][k]
   float* probs;         // [n][k]
+  const float* bias;     // [n_expert] selection bias (exp_probs_b), or null
   int32_t n, n_expert, k;
+  int32_t gating;        // ExpertGating: 1 softmax, 2 sigmoid, 3 softmax over the chosen
   int32_t norm;
   float scale;
 };
@@ -239,7 +251,7 @@ struct MoeCombineArgs {
   int32_t n, k, cols;
 };
 
-// out[t] += sigmoid(dot(gate_w, h[t])) * sh[t].
+// out[t] += sigmoid(dot(gate_w, h[t])) * sh[t]; gate_w null: out[t] += sh[t].
 struct SharedGateArgs {
   const float* h;
   const float* gate_w;

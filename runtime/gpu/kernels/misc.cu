@@ -18,29 +18,35 @@ STRATA_KERNEL(strata_add, AddArgs) {
   if (i < a.n) a.x[i] += a.y[i];
 }
 
+STRATA_KERNEL(strata_add_bias, AddBiasArgs) {
+  const int64_t i = GlobalIndex();
+  if (i < a.n) a.y[i] += a.bias[i % a.width];
+}
+
 STRATA_KERNEL(strata_swiglu, SwiGluArgs) {
   const int64_t i = GlobalIndex();
   if (i < a.n) a.g[i] = DevSilu(a.g[i]) * a.u[i];
 }
 
-// Block t: out[t] += sigmoid(dot(gate_w, h[t])) * sh[t].
+// Block t: out[t] += sigmoid(dot(gate_w, h[t])) * sh[t]; without gate_w, out[t] += sh[t].
 STRATA_KERNEL(strata_shared_gate, SharedGateArgs) {
   STRATA_SHARED(float, partial, 1024 / 32);
   const int64_t t = blockIdx.x;
   const float* h = a.h + t * a.cols;
   float s = 0.0f;
-  for (int32_t d = static_cast<int32_t>(threadIdx.x); d < a.cols; d += static_cast<int32_t>(blockDim.x))
-    s += a.gate_w[d] * h[d];
+  if (a.gate_w)
+    for (int32_t d = static_cast<int32_t>(threadIdx.x); d < a.cols; d += static_cast<int32_t>(blockDim.x))
+      s += a.gate_w[d] * h[d];
   s = WarpSum(s);
   if (LaneId() == 0) partial[WarpId()] = s;
   __syncthreads();
   float g = 0.0f;
   for (uint32_t w = 0; w < blockDim.x / kWarpSize; ++w) g += partial[w];
-  g = DevSigmoid(g);
+  g = a.gate_w ? DevSigmoid(g) : 1.0f;  // no gate vector: the shared expert added as it is (glm4moe)
   const float* sh = a.sh + t * a.cols;
   float* out = a.out + t * a.cols;
   for (int32_t d = static_cast<int32_t>(threadIdx.x); d < a.cols; d += static_cast<int32_t>(blockDim.x))
-    out[d] += sh[d] * g;
+    out[d] += a.gate_w ? sh[d] * g : sh[d];
 }
 
 // Block r: the first index of the row's largest value (NaN never wins a

@@ -12,9 +12,11 @@ STRATA_GPU_BEGIN
 inline constexpr int kMaxExpertsPerLane = 16;
 
 // One warp per token (block = several warps). As the CPU's routing
-// (cpu_backend.cc): softmax over all experts, the k largest (ties: the lower
-// index), their probabilities as weights, renormalized with the divisor
-// clamped at 2^-14, then scaled.
+// (cpu_backend.cc): the router's probabilities (softmax over all experts,
+// each logit's sigmoid, or the logits themselves), the k largest of them plus
+// the selection bias when there is one (ties: the lower index), their
+// unbiased probabilities as weights (a softmax over the k for gating 3),
+// renormalized with the divisor clamped at 2^-14, then scaled.
 STRATA_KERNEL(strata_moe_topk, TopKArgs) {
   const int32_t t = static_cast<int32_t>(blockIdx.x * (blockDim.x / kWarpSize) + WarpId());
   if (t >= a.n) return;  // whole warps leave together
@@ -22,52 +24,70 @@ STRATA_KERNEL(strata_moe_topk, TopKArgs) {
   const int32_t W = static_cast<int32_t>(kWarpSize);
   const float* logits = a.logits + static_cast<int64_t>(t) * a.n_expert;
   float p[kMaxExpertsPerLane];
-  float mx = -INFINITY;
-  for (int i = 0; i < kMaxExpertsPerLane; ++i) {
-    const int32_t e = lane + W * i;
-    p[i] = e < a.n_expert ? logits[e] : -INFINITY;
-    mx = DevFmax(mx, p[i]);
+  if (a.gating == 1) {
+    float mx = -INFINITY;
+    for (int i = 0; i < kMaxExpertsPerLane; ++i) {
+      const int32_t e = lane + W * i;
+      p[i] = e < a.n_expert ? logits[e] : -INFINITY;
+      mx = DevFmax(mx, p[i]);
+    }
+    mx = WarpMax(mx);
+    float sum = 0.0f;
+    for (int i = 0; i < kMaxExpertsPerLane; ++i) {
+      const int32_t e = lane + W * i;
+      p[i] = e < a.n_expert ? DevExp(p[i] - mx) : 0.0f;
+      sum += p[i];
+    }
+    const float inv = 1.0f / WarpSum(sum);
+    for (int i = 0; i < kMaxExpertsPerLane; ++i) p[i] *= inv;
+  } else {
+    for (int i = 0; i < kMaxExpertsPerLane; ++i) {
+      const int32_t e = lane + W * i;
+      p[i] = e < a.n_expert ? (a.gating == 2 ? DevSigmoid(logits[e]) : logits[e]) : 0.0f;
+    }
   }
-  mx = WarpMax(mx);
-  float sum = 0.0f;
-  for (int i = 0; i < kMaxExpertsPerLane; ++i) {
-    const int32_t e = lane + W * i;
-    p[i] = e < a.n_expert ? DevExp(p[i] - mx) : 0.0f;
-    sum += p[i];
-  }
-  const float inv = 1.0f / WarpSum(sum);
-  for (int i = 0; i < kMaxExpertsPerLane; ++i) p[i] *= inv;
   uint32_t taken = 0;
-  float wsum = 0.0f;
   float chosen[16];  // k <= 16 (the host checks)
   int32_t chosen_e[16];
   for (int32_t j = 0; j < a.k; ++j) {
-    float bv = -1.0f;
+    float bv = -INFINITY, bp = 0.0f;
     int32_t be = a.n_expert;
     for (int i = 0; i < kMaxExpertsPerLane; ++i) {
       const int32_t e = lane + W * i;
-      if (e < a.n_expert && !(taken >> i & 1u) && p[i] > bv) bv = p[i], be = e;
+      if (e >= a.n_expert || (taken >> i & 1u)) continue;
+      const float v = a.bias ? p[i] + a.bias[e] : p[i];
+      if (v > bv || be == a.n_expert) bv = v, bp = p[i], be = e;
     }
     for (uint32_t m = kWarpSize / 2; m > 0; m >>= 1) {
       const float ov = WarpShflXor(bv, static_cast<int>(m));
+      const float op = WarpShflXor(bp, static_cast<int>(m));
       const int32_t oe = WarpShflXor(be, static_cast<int>(m));
-      if (ov > bv || (ov == bv && oe < be)) bv = ov, be = oe;
+      if (oe != a.n_expert && (be == a.n_expert || ov > bv || (ov == bv && oe < be))) bv = ov, bp = op, be = oe;
     }
     if (be % W == lane) taken |= 1u << (be / W);
-    chosen[j] = bv;
+    chosen[j] = bp;
     chosen_e[j] = be;
-    wsum += bv;
   }
   if (lane == 0) {
+    float w[16];
+    for (int32_t j = 0; j < a.k; ++j) w[j] = chosen[j];
+    if (a.gating == 3) {
+      float mx = -INFINITY, sum = 0.0f;
+      for (int32_t j = 0; j < a.k; ++j) mx = DevFmax(mx, w[j]);
+      for (int32_t j = 0; j < a.k; ++j) sum += (w[j] = DevExp(w[j] - mx));
+      for (int32_t j = 0; j < a.k; ++j) w[j] /= sum;
+    }
+    float wsum = 0.0f;
+    for (int32_t j = 0; j < a.k; ++j) wsum += w[j];
     const float denom = a.norm ? DevFmax(wsum, 6.103515625e-5f) : 1.0f;
     const bool scaled = a.scale != 0.0f && a.scale != 1.0f;
     for (int32_t j = 0; j < a.k; ++j) {
       const int64_t o = static_cast<int64_t>(t) * a.k + j;
       a.sel[o] = chosen_e[j];
-      a.probs[o] = chosen[j];
-      float w = a.norm ? chosen[j] / denom : chosen[j];
-      if (scaled) w *= a.scale;
-      a.wts[o] = w;
+      a.probs[o] = a.gating == 3 ? w[j] : chosen[j];  // the observer's: the chosen's probabilities
+      float v = a.norm ? w[j] / denom : w[j];
+      if (scaled) v *= a.scale;
+      a.wts[o] = v;
     }
   }
 }

@@ -189,6 +189,7 @@ STRATA_DEV float DevPow(float x, float y) { return powf(x, y); }
 STRATA_DEV float DevSin(float x) { return sinf(x); }
 STRATA_DEV float DevCos(float x) { return cosf(x); }
 STRATA_DEV float DevFmax(float x, float y) { return fmaxf(x, y); }
+STRATA_DEV float DevFmin(float x, float y) { return fminf(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return isnan(x); }
 // Round to the nearest integer, ties to even (as the CPU's nearbyint in the
 // default rounding mode).
@@ -202,6 +203,7 @@ STRATA_DEV float DevPow(float x, float y) { return std::pow(x, y); }
 STRATA_DEV float DevSin(float x) { return std::sin(x); }
 STRATA_DEV float DevCos(float x) { return std::cos(x); }
 STRATA_DEV float DevFmax(float x, float y) { return std::fmax(x, y); }
+STRATA_DEV float DevFmin(float x, float y) { return std::fmin(x, y); }
 STRATA_DEV bool DevIsNan(float x) { return std::isnan(x); }
 STRATA_DEV int DevRoundToInt(float x) { return static_cast<int>(std::nearbyint(x)); }
 #endif
