@@ -18,6 +18,7 @@
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/reasoning.h"
+#include "runtime/grammar/grammar.h"
 #include "runtime/serve/tool_calls.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/scheduler.h"
@@ -242,6 +243,10 @@ TEST(ToolCallTest, FormatsFollowTheTemplate) {
   EXPECT_EQ(ToolCallFormatOf(TemplateText("meta-llama-Llama-3.1-8B-Instruct")), ToolCallFormat::kLlama3);
   EXPECT_EQ(ToolCallFormatOf(TemplateText("meta-llama-Llama-3.2-3B-Instruct")), ToolCallFormat::kLlama3);
   EXPECT_EQ(ToolCallFormatOf(TemplateText("google-gemma-2-2b-it")), ToolCallFormat::kNone);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("GLM-4.6")), ToolCallFormat::kGlm);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-V3.1")), ToolCallFormat::kDeepSeek);
+  // R1's TYPE<｜tool▁sep｜>NAME + ```json form is not one Strata reads.
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")), ToolCallFormat::kNone);
 }
 
 // Text streamed in pieces of 1-5 bytes.
@@ -259,6 +264,90 @@ ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, 
   }
   take(s.Finish());
   return all;
+}
+
+// GLM-4.5's <arg_key>/<arg_value> calls and DeepSeek V3.1's call tokens:
+// parsed, streamed in any pieces, and what the tool_choice grammar allows
+// is what the parser reads.
+TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
+  auto g = ParseToolCall(ToolCallFormat::kGlm,
+                         "get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n"
+                         "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>opts</arg_key>\n"
+                         "<arg_value>{\"a\": true}</arg_value>\n");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->name, "get_weather");
+  EXPECT_EQ(g->arguments, "{\"city\":\"New York\",\"days\":3,\"opts\":{\"a\":true}}");
+  auto none = ParseToolCall(ToolCallFormat::kGlm, "list_files\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->arguments, "{}");
+  for (const char* bad : {"", "a b", "f\n<arg_key>x</arg_key>", "f\n<arg_key>x</arg_key><arg_value>1",
+                          "f\njunk<arg_key>x</arg_key><arg_value>1</arg_value>", "f\n<arg_key></arg_key><arg_value>1</arg_value>"})
+    EXPECT_FALSE(ParseToolCall(ToolCallFormat::kGlm, bad).ok()) << bad;
+  auto d = ParseToolCall(ToolCallFormat::kDeepSeek, "get_weather<｜tool▁sep｜>{\"city\": \"Oslo\"}");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->name, "get_weather");
+  EXPECT_EQ(d->arguments, "{\"city\":\"Oslo\"}");
+  auto quoted = ParseToolCall(ToolCallFormat::kDeepSeek, "f<｜tool▁sep｜>\"{\\\"a\\\": 1}\"");  // the template's tojson of a string
+  ASSERT_TRUE(quoted.ok()) << quoted.status().message();
+  EXPECT_EQ(quoted->arguments, "{\"a\":1}");
+  for (const char* bad : {"", "f{\"a\": 1}", "<｜tool▁sep｜>{}", "f<｜tool▁sep｜>[1]", "f<｜tool▁sep｜>{"})
+    EXPECT_FALSE(ParseToolCall(ToolCallFormat::kDeepSeek, bad).ok()) << bad;
+
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 100; ++trial) {
+    auto gl = StreamInPieces(ToolCallFormat::kGlm,
+                             "Checking.\n<tool_call>a\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n</tool_call>\n"
+                             "<tool_call>b\n</tool_call>",
+                             rng);
+    EXPECT_EQ(gl.content, "Checking.\n");
+    ASSERT_EQ(gl.calls.size(), 2u);
+    EXPECT_EQ(gl.calls[0].arguments, "{\"x\":1}");
+    EXPECT_EQ(gl.calls[1].name, "b");
+    auto ds = StreamInPieces(ToolCallFormat::kDeepSeek,
+                             "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁sep｜>{\"x\": 1}"
+                             "<｜tool▁call▁end｜><｜tool▁call▁begin｜>b<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+                             "<｜tool▁calls▁end｜>",
+                             rng);
+    EXPECT_EQ(ds.content, "Checking.");
+    ASSERT_EQ(ds.calls.size(), 2u);
+    EXPECT_EQ(ds.calls[0].name, "a");
+    EXPECT_EQ(ds.calls[1].arguments, "{}");
+    auto plain = StreamInPieces(ToolCallFormat::kDeepSeek, "No <｜tool calls here.", rng);
+    EXPECT_EQ(plain.content, "No <｜tool calls here.");
+    EXPECT_TRUE(plain.calls.empty());
+  }
+
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {
+      "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}, "required": ["city"]}}}])");
+  struct Case {
+    ToolCallFormat f;
+    std::string good, bad;
+  } cases[] = {
+      {ToolCallFormat::kGlm,
+       "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n<arg_key>days</arg_key>\n"
+       "<arg_value>2</arg_value>\n</tool_call>",
+       "<tool_call>get_weather\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"},
+      {ToolCallFormat::kDeepSeek,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Oslo\"}<｜tool▁call▁end｜>"
+       "<｜tool▁calls▁end｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"days\": 2}<｜tool▁call▁end｜>"
+       "<｜tool▁calls▁end｜>"},
+  };
+  for (const Case& c : cases) {
+    auto text = ToolCallGrammar(c.f, tools, "", false);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto grammar = grammar::Grammar::Parse(*text);
+    ASSERT_TRUE(grammar.ok()) << grammar.status().message() << "\n" << *text;
+    grammar::Matcher good(*grammar);
+    EXPECT_TRUE(good.Accept(c.good) && good.CanEnd()) << *text;
+    grammar::Matcher bad(*grammar);
+    EXPECT_FALSE(bad.Accept(c.bad) && bad.CanEnd()) << "the grammar let a call without its required argument through";
+    auto streamed = StreamInPieces(c.f, c.good, rng);
+    ASSERT_EQ(streamed.calls.size(), 1u) << c.good;
+    EXPECT_EQ(streamed.calls[0].name, "get_weather");
+    EXPECT_EQ(streamed.content, "");
+  }
 }
 
 TEST(ToolCallTest, MistralAndLlama3CallsRunToTheEndOfTheAnswer) {

@@ -763,7 +763,8 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     if (tools_active) {
       if (m.tool_format == ToolCallFormat::kNone)
         return reject(BadRequest("this model's chat template has no tool-call format Strata reads (it reads "
-                                 "Qwen3's <tool_call> JSON, Qwen3.5's <function=...> form, Mistral's [TOOL_CALLS] "
+                                 "Qwen3's <tool_call> JSON, Qwen3.5's <function=...> form, GLM-4.5's <arg_key> form, "
+                                 "DeepSeek V3.1's call tokens, Mistral's [TOOL_CALLS] "
                                  "and Llama 3's JSON); send no tools, or \"tool_choice\": \"none\"",
                                  "tools", "unsupported_parameter"));
       extra["tools"] = ar.tools;

@@ -1,5 +1,7 @@
 #include "runtime/serve/tool_calls.h"
 
+#include <algorithm>
+
 #include "runtime/grammar/json_schema.h"
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,12 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
+// DeepSeek V3.1's call tokens, and the ones around the list of calls.
+constexpr std::string_view kDsOpen = "<｜tool▁call▁begin｜>";
+constexpr std::string_view kDsClose = "<｜tool▁call▁end｜>";
+constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
+constexpr std::string_view kDsListOpen = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view kDsListClose = "<｜tool▁calls▁end｜>";
 
 using ojson = nlohmann::ordered_json;
 
@@ -45,6 +53,14 @@ Result<ToolCall> ParseJsonCall(std::string_view inner) {
   return call;
 }
 
+// A value as the XML-like formats write it: text that reads as JSON (a
+// number, true, an object, ...) is that value; other text is a string.
+nlohmann::ordered_json ArgValue(std::string_view value) {
+  ojson parsed = ojson::parse(value, nullptr, false);
+  if (!parsed.is_discarded() && !parsed.is_string()) return parsed;
+  return std::string(value);
+}
+
 // <function=NAME> <parameter=KEY>VALUE</parameter>... </function>
 Result<ToolCall> ParseXmlCall(std::string_view inner) {
   std::string_view s = Trim(inner);
@@ -76,12 +92,52 @@ Result<ToolCall> ParseXmlCall(std::string_view inner) {
     std::string_view value = s.substr(0, value_end);
     if (!value.empty() && value.front() == '\n') value.remove_prefix(1);  // the template writes "\n" around values
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    // A value that reads as JSON (a number, true, an object, ...) is that value; other text is a string.
-    ojson parsed = ojson::parse(value, nullptr, false);
-    if (!parsed.is_discarded() && !parsed.is_string()) args[key] = std::move(parsed);
-    else args[key] = std::string(value);
+    args[key] = ArgValue(value);
     s = s.substr(value_end + kParamClose.size());
   }
+  call.arguments = args.dump();
+  return call;
+}
+
+// NAME \n <arg_key>KEY</arg_key> \n <arg_value>VALUE</arg_value> ... (GLM-4.5).
+Result<ToolCall> ParseGlmCall(std::string_view inner) {
+  std::string_view s = Trim(inner);
+  const size_t first_key = s.find("<arg_key>");
+  ToolCall call;
+  call.name = std::string(Trim(s.substr(0, first_key)));
+  if (!ValidName(call.name)) return InvalidArgument("the tool call's function name is not valid");
+  s = first_key == std::string_view::npos ? std::string_view() : s.substr(first_key);
+  ojson args = ojson::object();
+  constexpr std::string_view kKey = "<arg_key>", kKeyClose = "</arg_key>", kVal = "<arg_value>",
+                             kValClose = "</arg_value>";
+  while (!Trim(s).empty()) {
+    s = Trim(s);
+    if (s.substr(0, kKey.size()) != kKey) return InvalidArgument("unexpected text between arguments");
+    const size_t key_end = s.find(kKeyClose);
+    if (key_end == std::string_view::npos) return InvalidArgument("unterminated <arg_key>");
+    const std::string key(Trim(s.substr(kKey.size(), key_end - kKey.size())));
+    if (key.empty()) return InvalidArgument("an argument without a name");
+    s = Trim(s.substr(key_end + kKeyClose.size()));
+    if (s.substr(0, kVal.size()) != kVal) return InvalidArgument("argument " + key + " has no <arg_value>");
+    const size_t value_end = s.find(kValClose);
+    if (value_end == std::string_view::npos) return InvalidArgument("unterminated <arg_value> of " + key);
+    args[key] = ArgValue(s.substr(kVal.size(), value_end - kVal.size()));
+    s = s.substr(value_end + kValClose.size());
+  }
+  call.arguments = args.dump();
+  return call;
+}
+
+// NAME<｜tool▁sep｜>{arguments} (DeepSeek V3.1; arguments may be a JSON string of an object).
+Result<ToolCall> ParseDeepSeekCall(std::string_view inner) {
+  const size_t sep = inner.find(kDsSep);
+  if (sep == std::string_view::npos) return InvalidArgument("the tool call has no separator after its name");
+  ToolCall call;
+  call.name = std::string(Trim(inner.substr(0, sep)));
+  if (!ValidName(call.name)) return InvalidArgument("the tool call's function name is not valid");
+  ojson args = ojson::parse(Trim(inner.substr(sep + kDsSep.size())), nullptr, false);
+  if (!args.is_discarded() && args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
+  if (args.is_discarded() || !args.is_object()) return InvalidArgument("the tool call's arguments are not an object");
   call.arguments = args.dump();
   return call;
 }
@@ -101,8 +157,13 @@ Result<std::vector<ToolCall>> ParseJsonCallList(std::string_view text) {
 }  // namespace
 
 ToolCallFormat ToolCallFormatOf(std::string_view source) {
-  if (source.find("<tool_call>") != std::string_view::npos)
+  if (source.find("<tool_call>") != std::string_view::npos) {
+    if (source.find("<arg_key>") != std::string_view::npos) return ToolCallFormat::kGlm;
     return source.find("<function=") != std::string_view::npos ? ToolCallFormat::kXml : ToolCallFormat::kJson;
+  }
+  // DeepSeek V3.1 writes NAME<｜tool▁sep｜>{args}; R1's TYPE<｜tool▁sep｜>NAME and a ```json block is not read.
+  if (source.find(kDsOpen) != std::string_view::npos && source.find("```json") == std::string_view::npos)
+    return ToolCallFormat::kDeepSeek;
   if (source.find("[TOOL_CALLS]") != std::string_view::npos) return ToolCallFormat::kMistral;
   if (source.find("\"parameters\": dictionary of argument name") != std::string_view::npos)
     return ToolCallFormat::kLlama3;
@@ -112,6 +173,8 @@ ToolCallFormat ToolCallFormatOf(std::string_view source) {
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
   switch (format) {
     case ToolCallFormat::kXml: return ParseXmlCall(inner);
+    case ToolCallFormat::kGlm: return ParseGlmCall(inner);
+    case ToolCallFormat::kDeepSeek: return ParseDeepSeekCall(inner);
     case ToolCallFormat::kJson:
     case ToolCallFormat::kLlama3: return ParseJsonCall(inner);
     case ToolCallFormat::kMistral: {
@@ -139,20 +202,27 @@ ToolCallStreamer::Out ToolCallStreamer::Finish() {
 
 void ToolCallStreamer::Run(Out* out, bool final) {
   if (format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kLlama3) return RunToEnd(out, final);
+  const bool ds = format_ == ToolCallFormat::kDeepSeek;
+  const std::string_view open_tag = ds ? kDsOpen : kOpen, close_tag = ds ? kDsClose : kClose;
   while (true) {
     if (!in_call_) {
-      const size_t open = pending_.find(kOpen);
+      if (ds)  // the tokens around the list of calls are not content
+        for (std::string_view w : {kDsListOpen, kDsListClose})
+          for (size_t at; (at = pending_.find(w)) != std::string::npos;) pending_.erase(at, w.size());
+      const size_t open = pending_.find(open_tag);
       if (open != std::string::npos) {
         // Whitespace between two calls is not content.
         if (calls_ == 0 || !Trim(std::string_view(pending_).substr(0, open)).empty())
           out->content.append(pending_, 0, open);
-        pending_.erase(0, open + kOpen.size());
+        pending_.erase(0, open + open_tag.size());
         in_call_ = true;
         continue;
       }
       // Content, but not a partial "<tool_call" at the end; after a call,
       // whitespace waits to see whether text or another call follows.
-      size_t keep = final ? 0 : PartialTagAtEnd(pending_, kOpen);
+      size_t keep = final ? 0 : PartialTagAtEnd(pending_, open_tag);
+      if (ds && !final)  // and not a partial token around the list
+        keep = std::max({keep, PartialTagAtEnd(pending_, kDsListOpen), PartialTagAtEnd(pending_, kDsListClose)});
       size_t end = pending_.size() - keep;
       if (calls_ > 0 && Trim(std::string_view(pending_).substr(0, end)).empty()) {
         if (final) pending_.clear();
@@ -162,7 +232,7 @@ void ToolCallStreamer::Run(Out* out, bool final) {
       pending_.erase(0, end);
       return;
     }
-    const size_t close = pending_.find(kClose);
+    const size_t close = pending_.find(close_tag);
     if (close == std::string::npos && !final) return;
     const std::string inner = pending_.substr(0, close == std::string::npos ? pending_.size() : close);
     auto call = ParseToolCall(format_, inner);
@@ -170,9 +240,9 @@ void ToolCallStreamer::Run(Out* out, bool final) {
       out->calls.push_back(std::move(*call));
       ++calls_;
     } else {  // not a call after all: the text stays content
-      out->content += std::string(kOpen) + inner + (close == std::string::npos ? "" : std::string(kClose));
+      out->content += std::string(open_tag) + inner + (close == std::string::npos ? "" : std::string(close_tag));
     }
-    pending_.erase(0, close == std::string::npos ? pending_.size() : close + kClose.size());
+    pending_.erase(0, close == std::string::npos ? pending_.size() : close + close_tag.size());
     in_call_ = false;
     if (final && pending_.empty()) return;
   }
@@ -244,7 +314,38 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
     nlohmann::ordered_json params = nlohmann::ordered_json{{"type", "object"}};
     if (auto p = fn.find("parameters"); p != fn.end() && p->is_object() && !p->empty()) params = *p;
     std::string body;
-    if (format == ToolCallFormat::kXml) {
+    if (format == ToolCallFormat::kGlm) {
+      // NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n: strings as raw text, others as JSON.
+      std::string seq = GbnfLiteral("<tool_call>" + name + "\n");
+      const auto props = params.find("properties");
+      std::vector<std::string> required;
+      if (auto r = params.find("required"); r != params.end() && r->is_array())
+        for (const auto& k : *r)
+          if (k.is_string()) required.push_back(k.get<std::string>());
+      if (props != params.end() && props->is_object()) {
+        for (const auto& [key, schema] : props->items()) {
+          std::string value;
+          if (schema.is_object() && schema.value("type", "") == "string" && !schema.contains("enum") &&
+              !schema.contains("const")) {
+            value = b.AddRule("glm-text", "[^<]*");
+          } else {
+            auto v = b.AddSchema(schema, name + "-" + key);
+            if (!v.ok()) return v.status().WithContext("tools: " + name + ": parameters." + key);
+            value = *v;
+          }
+          std::string item = "(" + GbnfLiteral("<arg_key>" + key + "</arg_key>\n<arg_value>") + " " + value + " " +
+                             GbnfLiteral("</arg_value>\n") + ")";
+          const bool req = std::find(required.begin(), required.end(), key) != required.end();
+          seq += " " + item + (req ? "" : "?");
+        }
+      }
+      body = seq + " " + GbnfLiteral("</tool_call>");
+    } else if (format == ToolCallFormat::kDeepSeek) {
+      auto args = b.AddSchema(params, name + "-args");
+      if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
+      body = GbnfLiteral(std::string(kDsOpen) + name + std::string(kDsSep)) + " " + *args + " " +
+             GbnfLiteral(std::string(kDsClose));
+    } else if (format == ToolCallFormat::kXml) {
       // <parameter=KEY>\nVALUE\n</parameter>: strings as raw text, other values as JSON.
       std::string seq = GbnfLiteral("<function=" + name + ">\n");
       const auto props = params.find("properties");
@@ -292,7 +393,11 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
   switch (format) {
     case ToolCallFormat::kJson:
     case ToolCallFormat::kXml:
+    case ToolCallFormat::kGlm:
       return b.Text(parallel ? any + " (\"\\n\" " + any + ")*" : any);
+    case ToolCallFormat::kDeepSeek:
+      return b.Text(GbnfLiteral(std::string(kDsListOpen)) + " " + (parallel ? any + " " + any + "*" : any) + " " +
+                    GbnfLiteral(std::string(kDsListClose)));
     case ToolCallFormat::kMistral:
       return b.Text("\"[TOOL_CALLS][\" " + any + (parallel ? " (\", \" " + any + ")*" : "") + " \"]\"");
     case ToolCallFormat::kLlama3:

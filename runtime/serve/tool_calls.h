@@ -9,9 +9,15 @@
 //          end of the answer (Mistral Nemo, Small)
 //   kLlama3: the whole answer is {"name": ..., "parameters": {...}}
 //          (Llama 3.1-3.3's JSON tool calling; an optional <|python_tag|>)
+//   kGlm:  <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>
+//          ...</tool_call> (GLM-4.5, GLM-4.6)
+//   kDeepSeek: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}
+//          <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)
 // ToolCallStreamer separates calls from content as the text streams: text
 // from <tool_call> on is held back until its </tool_call>, then parsed; a
 // block that does not parse is given back as content, so nothing is lost.
+// (kDeepSeek: the same with its call tokens; the tokens around the list of
+// calls are not content.)
 
 #include <string>
 #include <string_view>
@@ -23,7 +29,7 @@
 
 namespace strata::serve {
 
-enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3 };
+enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek };
 
 // The format a chat template teaches (kNone: it has no tool calls Strata reads).
 ToolCallFormat ToolCallFormatOf(std::string_view template_source);
@@ -40,7 +46,8 @@ struct ToolCall {
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel);
 
-// One call from the text between <tool_call> and </tool_call>.
+// One call from the text between <tool_call> and </tool_call> (kDeepSeek:
+// between its call-begin and call-end tokens).
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner);
 
 class ToolCallStreamer {

@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(w.reasoning + wt.reasoning == p1.reasoning + p2.reasoning + pt.reasoning);
     Check(w.content + wt.content == p1.content + p2.content + pt.content);
   }
-  for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3}) {
+  for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3,
+                           ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek}) {
     ToolCallStreamer a(f), b(f);
     ToolCallStreamer::Out w = a.Push(body), wt = a.Finish();
     ToolCallStreamer::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
