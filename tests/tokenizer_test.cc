@@ -14,6 +14,9 @@
 #include "runtime/base/strings.h"
 #include "runtime/tokenizer/pretokenize.h"
 #include "runtime/tokenizer/unicode.h"
+#include "packer/gguf/gguf_file.h"
+#include "packer/tokenizer_import.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/test_data.h"
 #include "tests/testing/tokenizer_vocabs.h"
 
@@ -70,6 +73,38 @@ INSTANTIATE_TEST_SUITE_P(AllSharedVocabs, TokenizerConformance,
                          ::testing::Values("bert-bge", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2",
                                            "llama-bpe", "llama-spm", "mpt", "phi-3", "refact", "starcoder"),
                          ParamName);
+
+// Pre-tokenizer names whose real vocabularies are not on this machine
+// (docs/tokenizer.md): a shared vocabulary rewritten under the name
+// (strata-make-gguf --vocab-from ... --pre NAME), tokenized by llama.cpp
+// (tests/tokenizer/NAME-on-VOCAB.out, made with the reference driver of
+// scripts/conformance-refs.sh: llama_ref --tokenize VOCAB.gguf CASES.inp)
+// and by Strata, case by case.
+TEST(PreTokenizerNames, Glm4MatchesLlamaCppOnTheLlamaBpeVocabulary) {
+  const std::string base = SharedFile(VocabPath("llama-bpe"));
+  STRATA_REQUIRE_SHARED_FILE(base);
+  const std::string gguf = testing::ScratchDir("pretok_glm4") + "/glm4.gguf";
+  auto r = testing::RunProgram("strata-make-gguf", {"--vocab-from", base, "--pre", "glm4", "-o", gguf});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto cases = testing::ReadTokenizerCases(base + ".inp",
+                                           std::string(STRATA_SOURCE_DIR) + "/tests/tokenizer/glm4-on-llama-bpe.out");
+  ASSERT_TRUE(cases.ok()) << cases.status().ToString();
+  auto model = gguf::GgufModel::Open(gguf);
+  ASSERT_TRUE(model.ok());
+  std::vector<std::string> warnings;
+  auto vocab = ImportVocab(*model, &warnings);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().ToString();
+  EXPECT_EQ(vocab->pre, "glm4");
+  auto tok = tokenizer::Tokenizer::Create(*vocab);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  size_t passed = 0;
+  for (const auto& c : *cases) {
+    const std::vector<int32_t> got = tok->Encode(c.text, false, false);
+    if (got == c.ids) ++passed;
+    else ADD_FAILURE() << "\"" << Printable(c.text, 200) << "\"\n  expected " << IdsToString(c.ids) << "\n  got " << IdsToString(got);
+  }
+  EXPECT_EQ(passed, 46u);
+}
 
 // Decode(Encode(s)) gives s back for byte-level BPE (special texts included,
 // since they decode to their own text), and for SPM up to its space prefix.

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <xxhash.h>
 
+#include "packer/gguf/gguf_file.h"
 #include "runtime/base/mapped_file.h"
 
 #include "runtime/base/main_guard.h"
@@ -22,7 +23,7 @@ int Main(int argc, char** argv) {
   // The same options on every system: no /option forms on Windows (CLI11's
   // default there), so a path such as /data/model.gguf stays a path.
   app.allow_windows_style_options(false);
-  std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling;
+  std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling, vocab_from, pre;
   bool qk_norm = false, f32_math = false, print_xxh3 = false;
   uint32_t layers = 0, split = 1;
   uint64_t seed = 1;
@@ -33,6 +34,9 @@ int Main(int argc, char** argv) {
   app.add_option("--rope-scaling", rope_scaling,
                  "yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR (the rope.scaling.* keys, any architecture)");
   app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
+  app.add_option("--vocab-from", vocab_from,
+                 "write a vocab-only GGUF: this GGUF's metadata without its tensors (--pre renames its pre-tokenizer)");
+  app.add_option("--pre", pre, "with --vocab-from: the tokenizer.ggml.pre to write (e.g. glm4)");
   app.add_flag("--print-xxh3", print_xxh3, "print the written file's XXH3-64 (hex) after its path");
   app.add_flag("--f32-math", f32_math,
                "write the F32-math twin: the same weights, dequantized from their types, as F32 (docs/conformance.md)");
@@ -48,6 +52,25 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (!vocab_from.empty()) {  // a vocabulary under another pre-tokenizer name, for tokenizer checks
+    auto src = gguf::GgufModel::Open(vocab_from);
+    if (!src.ok()) {
+      std::fprintf(stderr, "strata-make-gguf: %s\n", src.status().message().c_str());
+      return kExitError;
+    }
+    gguf::ParsedGguf meta;
+    for (const auto& kv : src->metadata()) meta.kv.push_back(kv);
+    GgufBuilder v;
+    v.CopyMetadata(meta);
+    if (!pre.empty()) v.String("tokenizer.ggml.pre", pre);
+    Status st = v.WriteFile(out);
+    if (!st.ok()) {
+      std::fprintf(stderr, "strata-make-gguf: %s\n", st.message().c_str());
+      return kExitError;
+    }
+    std::printf("%s\n", out.c_str());
+    return kExitOk;
   }
   SyntheticModelSpec s;
   auto a = ArchFromName(arch);
