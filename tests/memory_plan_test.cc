@@ -242,7 +242,8 @@ TEST(Workspaces, TheMoeBatchesRunWithinThePlannedScratch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Workspaces, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),
+INSTANTIATE_TEST_SUITE_P(Archs, Workspaces,
+                         ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe),
                          [](const auto& p) { return std::string(ArchName(p.param)); });
 
 // A generation the way strata-run does it, from a baseline taken before the
@@ -414,6 +415,38 @@ TEST(Commit, PrivateBuffersMustFitTheCommitLimitMappedWeightsDoNot) {
     ASSERT_TRUE(fixed.ok());
     EXPECT_TRUE(fixed->Fits()) << advice << "\n" << FormatPlan(*fixed);
   }
+}
+
+// An MTP layer (glm4moe's tiny preset has one) is in the pack but not run:
+// the plan puts its bytes in "weights: not read", outside what must stay
+// resident, and every mapped byte of the file is on exactly one line.
+TEST(MtpLayers, ArePackedButNotPlannedAsRead) {
+  PlanFixture f = PlanFor(Arch::kGlm4Moe, "mtp_plan");
+  const HParams& hp = f.m.model->hp();
+  ASSERT_EQ(hp.n_layer_all, hp.n_layer + 1);
+  uint64_t mtp = 0, all = 0;
+  for (const TensorView& t : f.m.model->tensors()) {
+    all += t.data.size();
+    if (t.layer >= static_cast<int32_t>(hp.n_layer)) mtp += t.data.size();
+  }
+  ASSERT_GT(mtp, 0u);
+  RunMemoryOptions mo;
+  RunShape shape{256, 16, 1, false, 0};
+  auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  uint64_t not_read = 0, weights = 0;
+  for (const PlanLine& l : setup->plan.lines) {
+    if (l.id == PlanItem::kWeightsNotRead) {
+      not_read += l.bytes;
+      EXPECT_FALSE(l.counts);
+      EXPECT_THAT(l.how, HasSubstr("1 MTP layer"));
+    }
+    if (l.id == PlanItem::kWeightsDense || l.id == PlanItem::kExpertsHostTier || l.id == PlanItem::kWeightsNotRead)
+      weights += l.bytes;
+  }
+  EXPECT_EQ(not_read, mtp);
+  EXPECT_EQ(weights, all);
+  EXPECT_EQ(setup->plan.MappedResident(), all - mtp) << FormatPlan(setup->plan);
 }
 
 TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {

@@ -171,11 +171,15 @@ void AddWeightLines(const PlanScope& s) {
   if (s.pinned > 0 && in.hotness)
     for (const ExpertKey& k : in.hotness->Hottest(static_cast<size_t>(s.pinned)))
       pinned_keys.insert(static_cast<int64_t>(k.layer) * hp.n_expert + k.expert);
-  uint64_t dense = 0, experts_read = 0, experts_pinned = 0, unread = 0, tensor_bytes = 0;
+  uint64_t dense = 0, experts_read = 0, experts_pinned = 0, unread = 0, mtp = 0, tensor_bytes = 0;
   uint32_t n_dense = 0, n_copies = 0;
   for (const TensorView& t : model.tensors()) n_copies += t.is_decode_copy ? 1 : 0;
   for (const TensorView& t : model.tensors()) {
     tensor_bytes += t.data.size();
+    if (t.layer >= static_cast<int32_t>(hp.n_layer)) {  // an MTP layer's: kept in the pack, not run
+      mtp += t.data.size();
+      continue;
+    }
     if (t.is_decode_copy) {
       if (!in.decode_copies) unread += t.data.size();
       continue;
@@ -218,9 +222,16 @@ void AddWeightLines(const PlanScope& s) {
     if (experts_pinned)
       s.Add(PlanItem::kExpertsPinned, mapped, "weights: experts pinned on device", experts_pinned, false,
             StrFormat("%d experts, read once to fill the device tier", s.pinned));
-    if (unread)
-      s.Add(PlanItem::kWeightsNotRead, mapped, "weights: not read", unread, false,
-            in.decode_copies ? "native expert blobs the decode copies stand in for" : "decode copies (not used)");
+  }
+  if (unread || mtp) {
+    std::string what = !unread           ? ""
+                       : in.decode_copies ? "native expert blobs the decode copies stand in for"
+                                          : "decode copies (not used)";
+    if (mtp)
+      what += StrFormat("%s%u MTP layer%s (%s; kept for speculative decoding, not run)", what.empty() ? "" : "; ",
+                        hp.n_layer_all - hp.n_layer, hp.n_layer_all - hp.n_layer == 1 ? "" : "s",
+                        HumanBytes(mtp).c_str());
+    s.Add(PlanItem::kWeightsNotRead, mapped, "weights: not read", unread + mtp, false, what);
   }
   const uint64_t file = in.pack->file_size();
   s.Add(PlanItem::kPackOverhead, mapped, "pack: header, manifest, padding",
