@@ -72,7 +72,12 @@ std::string DescribeArchitecturesMarkdown() {
       "per-expert selection bias (`exp_probs_b`, which moves the choice and not the weights), and a shared expert\n"
       "without a gate where a layer has no `ffn_gate_inp_shexp`. Its leading dense layers are a hyperparameter\n"
       "(`leading_dense_block_count`) the layer plan reads, not a new structure. Its fixtures are written by the\n"
-      "project's GGUF writer with llama.cpp's references beside them (docs/conformance.md).\n"
+      "project's GGUF writer with llama.cpp's references beside them (docs/conformance.md).\n\n"
+      "`gpt-oss` took the same steps and these variants, again on every backend: attention sinks (a learned logit\n"
+      "per head that enters the softmax and weighs no value), a sliding window on the layers its pattern picks\n"
+      "(`HParams::IsSwaLayer`; the KV cache is still full-size), an output bias, the router's bias, per-expert\n"
+      "biases of gate, up and down (`ExpertExtras`, carried into the expert tiers and the VRAM/RAM split), the\n"
+      "clamped SwiGLU, and the softmax over the chosen experts' logits (gating 3).\n"
       "\n## RoPE scaling (every architecture)\n\n"
       "Read as llama.cpp reads it: `rope.scaling.type` (`none`, `linear` or `yarn`; absent: linear, which without a\n"
       "factor is no scaling), `rope.scaling.factor` or the older `rope.scale_linear` (positions are divided by it;\n"
@@ -80,12 +85,23 @@ std::string DescribeArchitecturesMarkdown() {
       "`context_length`) and `rope.scaling.attn_factor` (multiplies cos and sin; absent: 1). YaRN uses llama.cpp's\n"
       "defaults (ext_factor 1, beta_fast 32, beta_slow 1) and its magnitude correction 0.1 ln(factor) + 1. Any other\n"
       "type (LongRoPE) is refused with the key and the types Strata runs.\n";
-  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe}) {
+  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss}) {
     const ArchSpec& s = GetArchSpec(a);
-    bool dense_lead = false;
-    for (const HParamSpec& h : s.hparams) dense_lead |= std::string_view(h.key) == "leading_dense_block_count";
+    bool dense_lead = false, swa = false, sinks = false;
+    for (const HParamSpec& h : s.hparams) {
+      dense_lead |= std::string_view(h.key) == "leading_dense_block_count";
+      swa |= std::string_view(h.key) == "attention.sliding_window";
+    }
+    for (const TensorSpec& t : s.tensors) sinks |= t.role == TensorRole::kAttnSinks;
+    std::string mixer(MixerName(s.layers.attention));
+    if (sinks) mixer += " with a sink logit per head";
+    if (swa) mixer += " (a sliding window of `attention.sliding_window` positions on the layers "
+                      "`attention.sliding_window_pattern` picks)";
+    if (s.swiglu_alpha != 0.0f)
+      mixer += StrFormat("; the experts' clamped SwiGLU (alpha %g, limit %g, llama.cpp's constants)",
+                         static_cast<double>(s.swiglu_alpha), static_cast<double>(s.swiglu_limit));
     md += StrFormat("\n## %s\n\nRoPE: %s. Layers: %s%s, then %s%s (norm: `%s`).\n\n", std::string(s.gguf_name).c_str(),
-                    std::string(RopeTypeName(s.rope_type)).c_str(), std::string(MixerName(s.layers.attention)).c_str(),
+                    std::string(RopeTypeName(s.rope_type)).c_str(), mixer.c_str(),
                     s.layers.recurrent ? " every `full_attention_interval`-th layer, gated delta-net between" : "",
                     std::string(FfnKindName(s.layers.ffn)).c_str(),
                     dense_lead ? " (dense SwiGLU in the first `leading_dense_block_count` layers)" : "",

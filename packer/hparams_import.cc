@@ -380,6 +380,18 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
   imp.CheckUnsupportedKeys(spec);
   imp.ReadRopeScaling(&hp);
   hp.rope_type = spec.rope_type;
+  hp.swiglu_alpha = spec.swiglu_alpha;
+  hp.swiglu_limit = spec.swiglu_limit;
+  // A sliding window with a RoPE base of its own (rope.freq_base_swa): runs
+  // with one base only.
+  if (const gguf::KeyValue* kv = model.Find(imp.Key("rope.freq_base_swa"))) {
+    float swa_base = 0.0f;
+    if (imp.ReadF32(imp.Key("rope.freq_base_swa"), kv->value, &swa_base) && swa_base != hp.rope_freq_base)
+      log->Refuse(imp.Key("rope.freq_base_swa"),
+                  StrFormat("expected the rope.freq_base of the other layers (%g), found %g: a RoPE base per layer "
+                            "kind, which Strata does not implement",
+                            static_cast<double>(hp.rope_freq_base), static_cast<double>(swa_base)));
+  }
   // The Qwen MoE architectures renormalize the top k always (llama.cpp passes
   // true); an architecture that lists expert_weights_norm reads it.
   bool reads_norm = false;

@@ -89,6 +89,10 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
   hb.add_expert_gating(static_cast<uint8_t>(h.expert_gating));
   hb.add_n_layer_dense_lead(h.n_layer_dense_lead);
   hb.add_n_expert_shared(h.n_expert_shared);
+  hb.add_n_swa(h.n_swa);
+  hb.add_swa_pattern(h.swa_pattern);
+  hb.add_swiglu_alpha(h.swiglu_alpha);
+  hb.add_swiglu_limit(h.swiglu_limit);
   return hb.Finish();
 }
 

@@ -31,6 +31,8 @@ FIXTURES=(
   "glm4moe-q4_k_m-yarn|--arch glm4moe --mix q4_k_m --seed 43 --rope-scaling yarn:4:64"
   "qwen3-f32-yarn|--arch qwen3 --type F32 --seed 44 --rope-scaling yarn:4:64"
   "qwen3moe-q8_0-linear|--arch qwen3moe --type Q8_0 --seed 45 --rope-scaling linear:2"
+  "gpt-oss-f32|--arch gpt-oss --type F32 --seed 61"
+  "gpt-oss-mxfp4_moe|--arch gpt-oss --mix mxfp4_moe --seed 62"
 )
 WANT=("$@")
 tmp=$(mktemp -d)

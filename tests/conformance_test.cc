@@ -184,6 +184,7 @@ const std::map<std::string, float> kFastTolerance = {
     // 0.008 on the software GPU; the bounds leave room for other ISA levels.
     {"glm4moe-f32", 1e-3f},    {"glm4moe-q8_0", 0.05f},    {"glm4moe-q4_k_m-yarn", 0.05f},
     {"qwen3-f32-yarn", 1e-3f}, {"qwen3moe-q8_0-linear", 0.05f},
+    {"gpt-oss-f32", 1e-3f},    {"gpt-oss-mxfp4_moe", 0.05f},
 };
 
 TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {
@@ -287,7 +288,8 @@ TEST_P(Conformance, ExpertSplitBetweenVramAndRamMatchesNativeWithinTheFastPathTo
   STRATA_REQUIRE_SHARED_FILE(FixtureFile(name, ".prompt.json"));
   const testing::GpuTestMatrix matrix = testing::TestMatrix();
   const bool full = matrix == testing::GpuTestMatrix::kFull;
-  if (name != "qwen3moe-q4_k_m" && name != "qwen3moe-iq3_s" && name != "qwen35moe-q4_k_m" && name != "glm4moe-q8_0")
+  if (name != "qwen3moe-q4_k_m" && name != "qwen3moe-iq3_s" && name != "qwen35moe-q4_k_m" && name != "glm4moe-q8_0" &&
+      name != "gpt-oss-mxfp4_moe")
     GTEST_SKIP() << "the split runs on the Q4_K_M fixtures of the Qwen MoE architectures, IQ3_S and glm4moe Q8_0";
   if (matrix == testing::GpuTestMatrix::kSmoke || (!full && name != "qwen3moe-q4_k_m"))
     GTEST_SKIP() << "the split's conformance runs in the Linux builds (" << testing::TestMatrixName(matrix) << " here)";
@@ -348,6 +350,8 @@ const std::map<std::string, KvBounds> kKvTolerance = {
     {"glm4moe-q4_k_m-yarn", {3e-4f, 6e-3f, 0.8f, 0.6f}},
     {"qwen3-f32-yarn", {3e-4f, 5e-3f, 3e-4f, 5e-3f}},
     {"qwen3moe-q8_0-linear", {3e-4f, 0.03f, 0.03f, 0.03f}},
+    {"gpt-oss-f32", {3e-4f, 5e-3f, 3e-4f, 5e-3f}},
+    {"gpt-oss-mxfp4_moe", {3e-4f, 5e-3f, 0.03f, 0.03f}},
 };
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -411,7 +415,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Conformance,
                                            "qwen3moe-iq4_xs", "qwen3moe-iq3_s", "qwen3moe-q2_0", "qwen3moe-mxfp4_moe",
                                            "qwen3moe-q4_k_m-split", "stories260k-f32", "stories260k-q8_0",
                                            "qwen35moe-q8_0", "qwen35moe-q4_k_m", "glm4moe-f32", "glm4moe-q8_0",
-                                           "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn", "qwen3moe-q8_0-linear"),
+                                           "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn", "qwen3moe-q8_0-linear",
+                                           "gpt-oss-f32", "gpt-oss-mxfp4_moe"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& c : n)

@@ -352,11 +352,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // the ungated shared expert, a dense layer 0; then YaRN and the
                       // softmax over the chosen experts (gating 3) on the same layers.
                       ArchCase{Arch::kGlm4Moe, GgmlType::kQ8_0, 0},
-                      ArchCase{Arch::kGlm4Moe, GgmlType::kQ4_K, 0, 3, true}),
+                      ArchCase{Arch::kGlm4Moe, GgmlType::kQ4_K, 0, 3, true},
+                      // gpt-oss: sinks, a sliding window (layer 0), Q/K/V/O biases, the
+                      // router's and the experts' biases, the clamped SwiGLU, YaRN.
+                      ArchCase{Arch::kGptOss, GgmlType::kMXFP4, 0}, ArchCase{Arch::kGptOss, GgmlType::kF32, 0}),
     [](const ::testing::TestParamInfo<ArchCase>& p) {
-      return std::string(ArchName(p.param.arch)) + "_" + std::string(TypeName(p.param.type)) + "_kv" +
-             std::to_string(p.param.kv_heads) + (p.param.gating ? "_gating" + std::to_string(p.param.gating) : "") +
-             (p.param.yarn ? "_yarn" : "");
+      std::string n = std::string(ArchName(p.param.arch)) + "_" + std::string(TypeName(p.param.type)) + "_kv" +
+                      std::to_string(p.param.kv_heads) +
+                      (p.param.gating ? "_gating" + std::to_string(p.param.gating) : "") + (p.param.yarn ? "_yarn" : "");
+      for (char& c : n)
+        if (c == '-') c = '_';  // gpt-oss
+      return n;
     });
 
 // --- per weight type: the ops that multiply weights ------------------------------

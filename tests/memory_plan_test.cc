@@ -243,8 +243,14 @@ TEST(Workspaces, TheMoeBatchesRunWithinThePlannedScratch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Workspaces,
-                         ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe),
-                         [](const auto& p) { return std::string(ArchName(p.param)); });
+                         ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe,
+                                           Arch::kGptOss),
+                         [](const auto& p) {
+                           std::string n(ArchName(p.param));
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 // A generation the way strata-run does it, from a baseline taken before the
 // pack is opened; returns (peak heap above the baseline, the plan's heap).

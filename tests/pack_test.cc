@@ -578,6 +578,55 @@ TEST(PackRefusals, Glm4MoeSpecViolationsAreRefused) {
   EXPECT_EQ(r->arch, Arch::kGlm4Moe);
 }
 
+// gpt-oss: its window, sinks and expert biases are checked like any key or
+// tensor; a RoPE base of its own for the sliding layers is refused.
+TEST(PackRefusals, GptOssSpecViolationsAreRefused) {
+  std::string dir = testing::ScratchDir("pack_refusals_oss");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kGptOss;
+  s.hp = testing::TinyGptOssHParams();
+  struct Case {
+    const char* name;
+    std::function<void(testing::GgufBuilder&)> edit;
+    std::vector<std::string> expect;
+  } cases[] = {
+      {"no_window", [](testing::GgufBuilder& b) { b.Remove("gpt-oss.attention.sliding_window"); },
+       {"gpt-oss.attention.sliding_window", "required key missing"}},
+      {"sinks_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.0.attn_sinks.weight", {4}); },
+       {"blk.0.attn_sinks.weight", "expected [8 (n_head)], found [4]"}},
+      {"no_expert_bias", [](testing::GgufBuilder& b) { b.RemoveTensor("blk.1.ffn_down_exps.bias"); },
+       {"blk.1.ffn_down_exps.bias", "missing"}},
+      {"swa_base", [](testing::GgufBuilder& b) { b.F32("gpt-oss.rope.freq_base_swa", 10000.0f); },
+       {"gpt-oss.rope.freq_base_swa", "a RoPE base per layer kind"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    c.edit(*b);
+    const std::string gguf = dir + "/" + c.name + ".gguf", out = dir + "/" + c.name + ".strata";
+    ASSERT_TRUE(b->WriteFile(gguf).ok());
+    auto m = gguf::GgufModel::Open(gguf);
+    ASSERT_TRUE(m.ok());
+    PackOptions o;
+    o.dry_run = true;
+    auto rr = PackModel(*m, o);
+    std::string all = rr.ok() ? "" : rr.status().message();
+    if (rr.ok())
+      for (const auto& f : rr->log.refusals) all += f.location + ": " + f.message + "\n";
+    for (const auto& e : c.expect) EXPECT_THAT(all, HasSubstr(e));
+    EXPECT_FALSE(PackFile(gguf, out).ok());
+    EXPECT_FALSE(FileExists(out));
+  }
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  b->F32("gpt-oss.rope.freq_base_swa", s.hp.rope_freq_base);  // the same base: accepted
+  ASSERT_TRUE(b->WriteFile(dir + "/ok.gguf").ok());
+  auto r = PackFile(dir + "/ok.gguf", dir + "/ok.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->arch, Arch::kGptOss);
+}
+
 // qwen35moe's per-layer head_count_kv: each element converts exactly or the
 // key is refused naming the layer and the value.
 TEST(PackRefusals, PerLayerArraysConvertOnlyExactly) {

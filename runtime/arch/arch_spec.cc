@@ -21,6 +21,7 @@ DIM(kKv, "n_head_kv*head_dim_k", u64{h.n_head_kv} * h.head_dim_k);
 DIM(kVv, "n_head_kv*head_dim_v", u64{h.n_head_kv} * h.head_dim_v);
 DIM(kOut, "n_head*head_dim_v", u64{h.n_head} * h.head_dim_v);
 DIM(kHdK, "head_dim_k", u64{h.head_dim_k});
+DIM(kHeads, "n_head", u64{h.n_head});
 DIM(kNExp, "n_expert", u64{h.n_expert});
 DIM(kFfExp, "n_ff_exp", u64{h.n_ff_exp});
 DIM(kFfSh, "n_ff_shexp", u64{h.n_ff_shexp});
@@ -184,6 +185,35 @@ constexpr TensorSpec kGlm4MoeTensors[] = {
      T::kAnyWeight, true, "absent: the MTP layer uses the main output head"},
     {"blk.{L}.nextn.shared_head_norm.weight", R::kNextnSharedHeadNorm, L::kNextn, 1, {kE, kNone, kNone},
      T::kF32Only, true, "absent: the MTP layer uses output_norm"},
+};
+
+// gpt-oss: attention with Q/K/V/O biases and a learned sink logit per head,
+// a sliding window on alternate layers, YaRN; routed experts only, with a
+// biased router, biased experts, the clamped SwiGLU and the softmax over the
+// chosen experts' logits.
+constexpr TensorSpec kGptOssTensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    MAT("output.weight", R::kOutput, L::kGlobal, kE, kV),
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kAll, kE, kQ),
+    MAT("blk.{L}.attn_k.weight", R::kAttnK, L::kAll, kE, kKv),
+    MAT("blk.{L}.attn_v.weight", R::kAttnV, L::kAll, kE, kVv),
+    {"blk.{L}.attn_q.bias", R::kAttnQBias, L::kAll, 1, {kQ, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    {"blk.{L}.attn_k.bias", R::kAttnKBias, L::kAll, 1, {kKv, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    {"blk.{L}.attn_v.bias", R::kAttnVBias, L::kAll, 1, {kVv, kNone, kNone}, T::kF32Only, true, kBiasWhy},
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOut, kE),
+    VEC("blk.{L}.attn_output.bias", R::kAttnOutputBias, L::kAll, kE),
+    VEC("blk.{L}.attn_sinks.weight", R::kAttnSinks, L::kAll, kHeads),
+    VEC("blk.{L}.post_attention_norm.weight", R::kPostAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.ffn_gate_inp.weight", R::kFfnGateInp, L::kAll, kE, kNExp),
+    VEC("blk.{L}.ffn_gate_inp.bias", R::kFfnGateInpBias, L::kAll, kNExp),
+    EXP("blk.{L}.ffn_gate_exps.weight", R::kFfnGateExps, L::kAll, kE, kFfExp),
+    EXP("blk.{L}.ffn_up_exps.weight", R::kFfnUpExps, L::kAll, kE, kFfExp),
+    EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kAll, kFfExp, kE),
+    {"blk.{L}.ffn_gate_exps.bias", R::kFfnGateExpsBias, L::kAll, 2, {kFfExp, kNExp, kNone}, T::kF32Only, false, nullptr},
+    {"blk.{L}.ffn_up_exps.bias", R::kFfnUpExpsBias, L::kAll, 2, {kFfExp, kNExp, kNone}, T::kF32Only, false, nullptr},
+    {"blk.{L}.ffn_down_exps.bias", R::kFfnDownExpsBias, L::kAll, 2, {kE, kNExp, kNone}, T::kF32Only, false, nullptr},
 };
 
 #undef VEC
@@ -355,6 +385,35 @@ constexpr HParamSpec kGlm4MoeHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
+// gpt-oss (llama.cpp's load_arch_hparams for openai-moe).
+constexpr const char* kWhySwaPattern = "llama.cpp's default for gpt-oss: every other layer slides (0, 2, 4, ...)";
+constexpr const char* kWhyOssGating = "llama.cpp runs gpt-oss with the softmax over the chosen experts' logits (3)";
+constexpr const char* kWhyOssNorm = "llama.cpp does not renormalize gpt-oss's weights (the softmax already sums to 1)";
+
+constexpr HParamSpec kGptOssHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    OPT_U32("feed_forward_length", n_ff, 0, nullptr, "0", kWhyDenseFf),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    REQ_U32("expert_feed_forward_length", n_ff_exp),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    OPT_BOOL("expert_weights_norm", expert_weights_norm, 0, "false", kWhyOssNorm),
+    {"expert_gating_func", K::kGating, false, 3, nullptr, "3 (softmax over the chosen)", kWhyOssGating, kNoU32, kNoF32,
+     kNoBool},
+    REQ_U32("attention.sliding_window", n_swa),
+    OPT_U32("attention.sliding_window_pattern", swa_pattern, 2, nullptr, "2", kWhySwaPattern),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
 #undef REQ_U32
 #undef REQ_F32
 #undef OPT_U32
@@ -374,6 +433,9 @@ constexpr ArchSpec kSpecs[] = {
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
     {Arch::kGlm4Moe, "glm4moe", RopeType::kNeox, kGlm4MoeHParams, kGlm4MoeTensors,
      {Mixer::kAttention, false, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.0f},
+    // llama.cpp's constants for gpt-oss's clamped SwiGLU (LLM_FFN_SWIGLU_OAI_MOE).
+    {Arch::kGptOss, "gpt-oss", RopeType::kNeox, kGptOssHParams, kGptOssTensors,
+     {Mixer::kAttention, false, FfnKind::kMoe, TensorRole::kPostAttnNorm}, 1.0f, 1.702f, 7.0f},
 };
 
 bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
@@ -444,7 +506,9 @@ std::string_view TensorRoleName(TensorRole r) {
       "post_attention_norm", "attn_qkv", "attn_gate",
       "ssm_conv1d", "ssm_dt_bias", "ssm_a", "ssm_beta", "ssm_alpha", "ssm_norm", "ssm_out",
       "nextn_eh_proj", "nextn_enorm", "nextn_hnorm", "nextn_embed_tokens", "nextn_shared_head_head",
-      "nextn_shared_head_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "exp_probs_b"};
+      "nextn_shared_head_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "exp_probs_b",
+      "attn_output_bias", "attn_sinks", "ffn_gate_inp_bias", "ffn_gate_exps_bias", "ffn_up_exps_bias",
+      "ffn_down_exps_bias"};
   static_assert(std::size(kNames) == static_cast<size_t>(TensorRole::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -565,6 +629,13 @@ Status CheckHParams(Arch arch, const HParams& hp) {
                static_cast<uint64_t>(hp.expert_gating));
   if (hp.n_layer_dense_lead != 0)
     STRATA_RETURN_IF_ERROR(range("leading_dense_block_count", hp.n_layer_dense_lead, 0, hp.n_layer));
+  if (hp.n_swa != 0) {
+    STRATA_RETURN_IF_ERROR(range("attention.sliding_window", hp.n_swa, 1, 1u << 24));
+    STRATA_RETURN_IF_ERROR(range("attention.sliding_window_pattern", hp.swa_pattern, 0, kMaxLayers));
+  }
+  if (!std::isfinite(hp.swiglu_alpha) || hp.swiglu_alpha < 0.0f || !std::isfinite(hp.swiglu_limit) ||
+      hp.swiglu_limit < 0.0f)
+    return DataLoss(a + " hyperparameters swiglu_alpha, swiglu_limit: expected finite numbers >= 0");
   if (!(hp.attn_scale >= 0.0f) || !std::isfinite(hp.attn_scale))
     return DataLoss(StrFormat("%s hyperparameter attn_scale: expected 0 (1/sqrt(head_dim)) or a positive finite "
                               "number, found %g", a.c_str(), static_cast<double>(hp.attn_scale)));

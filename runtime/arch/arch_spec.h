@@ -26,6 +26,7 @@ enum class Arch : uint8_t {
   kVocabOnly = 3,  // a tokenizer and no weights (llama.cpp's vocab-only GGUFs)
   kQwen3 = 4,      // dense Qwen3, added through the spec alone (docs/architectures.md)
   kGlm4Moe = 5,    // GLM-4.5 / 4.6 (glm4moe)
+  kGptOss = 6,     // gpt-oss-20b / 120b (gpt-oss)
 };
 std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only"
 std::optional<Arch> ArchFromName(std::string_view gguf_name);
@@ -79,6 +80,14 @@ struct HParams {
   ExpertGating expert_gating = ExpertGating::kSoftmax;
   uint32_t n_layer_dense_lead = 0;    // leading_dense_block_count: layers 0..n-1 run a dense FFN (glm4moe)
   uint32_t n_expert_shared = 0;       // expert_shared_count (glm4moe: n_ff_shexp = n_ff_exp * it)
+  // Sliding-window attention (gpt-oss): layer il attends to its last n_swa
+  // positions when IsSwaLayer(il).
+  uint32_t n_swa = 0;                 // attention.sliding_window; 0: none
+  uint32_t swa_pattern = 0;           // attention.sliding_window_pattern: il % p < p - 1 slides; 0: every layer
+  // The experts' clamped SwiGLU (gpt-oss): out = min(g, limit) * sigmoid(alpha
+  // min(g, limit)) * (clamp(u, -limit, limit) + 1). 0: plain SwiGLU.
+  float swiglu_alpha = 0.0f;
+  float swiglu_limit = 0.0f;
   // Gated delta-net (qwen35moe).
   uint32_t ssm_d_conv = 0;
   uint32_t ssm_d_state = 0;  // head dim of k and v
@@ -92,6 +101,10 @@ struct HParams {
   // qwen35moe: layer il runs gated delta-net (true) or gated full attention.
   bool IsRecurrentLayer(uint32_t il) const {
     return full_attn_interval != 0 && il < n_layer && (il + 1) % full_attn_interval != 0;
+  }
+  // gpt-oss: layer il attends through a sliding window (llama.cpp's pattern rule).
+  bool IsSwaLayer(uint32_t il) const {
+    return n_swa != 0 && il < n_layer && (swa_pattern == 0 || il % swa_pattern < swa_pattern - 1);
   }
   // glm4moe: layer il is one of the leading dense layers.
   bool IsDenseLeadLayer(uint32_t il) const { return il < n_layer_dense_lead; }
@@ -112,6 +125,7 @@ enum class TensorRole : uint16_t {
   kSsmConv1d, kSsmDtBias, kSsmA, kSsmBeta, kSsmAlpha, kSsmNorm, kSsmOut,
   kNextnEhProj, kNextnEnorm, kNextnHnorm, kNextnEmbedTokens, kNextnSharedHeadHead, kNextnSharedHeadNorm,
   kAttnQBias, kAttnKBias, kAttnVBias, kFfnExpProbsB,
+  kAttnOutputBias, kAttnSinks, kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias,
   kCount
 };
 std::string_view TensorRoleName(TensorRole r);
@@ -215,6 +229,10 @@ struct ArchSpec {
   // packer's probe record (runtime/model/probe.cc) for quantized weights: a
   // recurrence carries a routing flip forward, so it needs more room.
   float probe_tolerance;
+  // Constants of the architecture that GGUF does not carry (llama.cpp
+  // hard-codes them): the experts' clamped SwiGLU (HParams::swiglu_*).
+  float swiglu_alpha = 0.0f;
+  float swiglu_limit = 0.0f;
 
   bool has_experts() const { return layers.ffn != FfnKind::kDense; }
   bool has_shared_expert() const { return layers.ffn == FfnKind::kMoeSharedExpert; }

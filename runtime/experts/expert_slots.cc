@@ -22,7 +22,7 @@ Result<ExpertWeights> HostExpertWeights(const Model& model, int32_t layer, uint3
     if (decode_copies && t->decode_copy >= 0) t = &model.tensors()[static_cast<size_t>(t->decode_copy)];
     w[i] = ExpertMatrix(*t, expert);
   }
-  return ExpertWeights{w[0], w[1], w[2]};
+  return ExpertWeights{w[0], w[1], w[2], ExpertExtrasOf(model, layer, expert)};
 }
 
 SlotLayout ExpertSlotLayout(const Model& model, bool decode_copies) {
@@ -127,6 +127,7 @@ Status ExpertSlots::Upload(int32_t slot, const ExpertWeights& w) {
       return copied.WithContext(StrFormat("cannot upload an expert (%s) into device slot %d",
                                           HumanBytes(w.bytes()).c_str(), slot));
   }
+  h.m.extras = w.extras;
   h.full = true;
   return Status::Ok();
 }

@@ -30,6 +30,7 @@ namespace strata {
 // An expert's three matrices as the host holds them (views into the pack).
 struct ExpertWeights {
   WeightMatrix gate, up, down;
+  ExpertExtras extras;  // its biases and activation (gpt-oss)
   uint64_t bytes() const {
     return gate.row_bytes * static_cast<uint64_t>(gate.rows) + up.row_bytes * static_cast<uint64_t>(up.rows) +
            down.row_bytes * static_cast<uint64_t>(down.rows);

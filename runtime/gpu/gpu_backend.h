@@ -138,6 +138,8 @@ class GpuBackend : public Backend {
   // activations from the workspace.
   Status Product(const TensorView* w, gpu::DevicePtr x, int64_t n, gpu::DevicePtr y);
   Status AddBias(const TensorView* bias, gpu::DevicePtr y, int64_t n, int64_t width);
+  Status AddBiasPlaces(const TensorView* bias, gpu::DevicePtr y, gpu::DevicePtr place_expert, int64_t n_places,
+                       int64_t width);
   Status SwiGlu(const TensorView* gate, const TensorView* up, const TensorView* down, gpu::DevicePtr x, int64_t n,
                 gpu::DevicePtr out);
   Status MoeOnHost(int32_t il, gpu::DevicePtr h, gpu::DevicePtr sel, gpu::DevicePtr wts, gpu::DevicePtr out);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "runtime/base/strings.h"
@@ -67,6 +68,17 @@ Status GpuBackend::AddBias(const TensorView* bias, DevicePtr y, int64_t n, int64
   STRATA_ASSIGN_OR_RETURN(DevicePtr b, WeightVector(bias));
   gpu::AddBiasArgs a{AsPtr<float>(y), AsPtr<const float>(b), n * width, static_cast<int32_t>(width)};
   return L()(kernels_.add_bias, Dim3{GridFor(a.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, a);
+}
+
+// y[p][i] += bias[expert of place p][i] for n_places rows of `width` (the
+// experts' biases; nothing without the tensor).
+Status GpuBackend::AddBiasPlaces(const TensorView* bias, DevicePtr y, DevicePtr place_expert, int64_t n_places,
+                                 int64_t width) {
+  if (!bias || n_places == 0) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(DevicePtr b, WeightVector(bias));
+  gpu::AddBiasPlacesArgs a{AsPtr<float>(y), AsPtr<const float>(b), AsPtr<const int32_t>(place_expert),
+                           n_places * width, static_cast<int32_t>(width)};
+  return L()(kernels_.add_bias_places, Dim3{GridFor(a.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, a);
 }
 
 // --- attention ----------------------------------------------------------------
@@ -155,6 +167,9 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
     a.scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
     a.out = AsPtr<float>(attn);
     a.partial = AsPtr<float>(partial);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr sinks, WeightVector(m.Get(il, R::kAttnSinks)));  // gpt-oss
+    a.sinks = AsPtr<const float>(sinks);
+    a.n_swa = hp.IsSwaLayer(static_cast<uint32_t>(il)) ? static_cast<int32_t>(hp.n_swa) : 0;
     STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
                                Dim3{static_cast<uint32_t>(p.n_tiles), static_cast<uint32_t>(Hkv),
                                     static_cast<uint32_t>(shape.splits)},
@@ -166,11 +181,13 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
       c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
       c.n = static_cast<int32_t>(n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits, c.gated = a.gated;
       c.out = AsPtr<float>(attn);
+      c.sinks = a.sinks;
       STRATA_RETURN_IF_ERROR(
           L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(n * H), 1, 1}, Dim3{128, 1, 1}, 0, c));
     }
   }
-  return Check(Product(m.Get(il, R::kAttnOutput), attn, n, ActAddr(out)));
+  STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kAttnOutput), attn, n, ActAddr(out)));
+  return Check(AddBias(m.Get(il, R::kAttnOutputBias), ActAddr(out), n, hp.n_embd));  // gpt-oss
 }
 
 // --- gated delta-net ---------------------------------------------------------------
@@ -319,6 +336,7 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
   if (!probs) return ws.Exhausted("MoE routing");
   const DevicePtr h = ActAddr(in);
   STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kFfnGateInp), h, n, logits));
+  STRATA_RETURN_IF_ERROR(AddBias(m.Get(il, R::kFfnGateInpBias), logits, n, NE));  // gpt-oss's router bias
   {
     gpu::TopKArgs a{};
     a.logits = AsPtr<const float>(logits);
@@ -410,13 +428,17 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
   STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wg, xg, stride(wg), places, g));
   STRATA_ASSIGN_OR_RETURN(DevicePtr xu, hin.For(wu));
   STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wu, xu, stride(wu), places, u));
-  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), nK * shape.ff};
+  // gpt-oss: the experts' gate and up biases, the clamped SwiGLU, the down bias.
+  STRATA_RETURN_IF_ERROR(AddBiasPlaces(m.Get(il, R::kFfnGateExpsBias), g, place_expert, nK, shape.ff));
+  STRATA_RETURN_IF_ERROR(AddBiasPlaces(m.Get(il, R::kFfnUpExpsBias), u, place_expert, nK, shape.ff));
+  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), nK * shape.ff, hp.swiglu_alpha, hp.swiglu_limit};
   STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
   // Down: column p is place p's own row of g.
   places.place_xcol = 0;
   gpu::PreparedInput gin(L(), g, nK, shape.ff, xq_g);
   STRATA_ASSIGN_OR_RETURN(DevicePtr xd, gin.For(wd));
   STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), wd, xd, stride(wd), places, results));
+  STRATA_RETURN_IF_ERROR(AddBiasPlaces(m.Get(il, R::kFfnDownExpsBias), results, place_expert, nK, E));
   gpu::MoeCombineArgs c{};
   c.results = AsPtr<const float>(results);
   c.where = AsPtr<const int32_t>(where);
@@ -497,6 +519,7 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
   auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
+  const Model& model = *p.m;
   const int64_t n = p.n, K = hp.n_expert_used, E = hp.n_embd, NE = hp.n_expert, nK = n * K;
   ExpertSplit::Times& times = split.times();
   HostMoe& b = host_moe_;
@@ -510,7 +533,7 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
     b.xe.reserve(un * uE);
     b.y.reserve(unK * uE);
     b.sel.reserve(unK);
-    b.table.reserve(3 * unK + 3 * tiles + 1);
+    b.table.reserve(4 * unK + 3 * tiles + 1);  // with the places' expert ids (the experts' biases)
     for (auto* v : {&b.count, &b.first, &b.fill, &b.slot_of, &b.slots}) v->reserve(uNE);
     b.experts.reserve(uNE);
     b.rows.reserve(uNE);
@@ -562,8 +585,14 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
       }
   int64_t n_dev = 0;
   for (uint32_t e : b.experts) n_dev += b.slot_of[e] >= 0 ? b.count[e] : 0;
-  // One table: where[nK], place_expert[nK], place_token[nK], then the tiles.
-  b.table.assign(static_cast<size_t>(3 * nK + 3 * T + 1), 0);
+  // One table: where[nK], place_expert[nK], place_token[nK], the tiles, and
+  // with the experts' biases (gpt-oss) each place's expert id (place_expert
+  // holds slot ids).
+  const TensorView* biases[3] = {model.Get(il, R::kFfnGateExpsBias), model.Get(il, R::kFfnUpExpsBias),
+                                 model.Get(il, R::kFfnDownExpsBias)};
+  const bool biased = biases[0] || biases[1] || biases[2];
+  const int64_t table_ints = 3 * nK + 3 * T + 1 + (biased ? nK : 0);
+  b.table.assign(static_cast<size_t>(table_ints), 0);
   int32_t* where = b.table.data();
   int32_t* place_expert = where + nK;
   int32_t* place_token = place_expert + nK;
@@ -577,6 +606,7 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
     where[i] = pl;
     place_expert[pl] = b.slot_of[static_cast<size_t>(e)];
     place_token[pl] = static_cast<int32_t>(i / K);
+    if (biased) b.table[static_cast<size_t>(3 * nK + 3 * T + 1 + pl)] = e;
   }
   for (uint32_t e : b.experts) {
     if (b.slot_of[e] < 0) continue;
@@ -590,18 +620,18 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
   }
 
   WorkspaceScope scope(*p.ws);
-  const DevicePtr table = Take(*p.ws, I(3 * nK + 3 * T + 1));
+  const DevicePtr table = Take(*p.ws, I(table_ints));
   const DevicePtr g = Take(*p.ws, F(nK * shape.ff));
   const DevicePtr u = Take(*p.ws, F(nK * shape.ff));
   const DevicePtr results = Take(*p.ws, F(nK * E));
   const DevicePtr xq_h = Take(*p.ws, gpu::QuantizedBytes(n, E));
   const DevicePtr xq_g = Take(*p.ws, gpu::QuantizedBytes(nK, shape.ff));
   if (!xq_g) return p.ws->Exhausted("MoE experts (split)");
-  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(table, b.table.data(), I(3 * nK + 3 * T + 1), stream_));
-  transfers_.up_bytes += I(3 * nK + 3 * T + 1);
+  STRATA_RETURN_IF_ERROR(device_->CopyToDevice(table, b.table.data(), I(table_ints), stream_));
+  transfers_.up_bytes += I(table_ints);
   ++transfers_.up_calls;
   const DevicePtr d_where = table, d_place_expert = table + I(nK), d_place_token = table + I(2 * nK),
-                  d_tiles = table + I(3 * nK);
+                  d_tiles = table + I(3 * nK), d_place_eid = table + I(3 * nK + 3 * T + 1);
 
   // The device's experts: launched, not waited for.
   if (n_dev > 0) {
@@ -644,12 +674,15 @@ Status GpuBackend::MoeSplit(int32_t il, ExpertSplit& split, DevicePtr h, DeviceP
     STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[0], xg, xstride(w[0]), places, g));
     STRATA_ASSIGN_OR_RETURN(DevicePtr xu, hin.For(w[1]));
     STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[1], xu, xstride(w[1]), places, u));
-    gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), n_dev * shape.ff};
+    STRATA_RETURN_IF_ERROR(AddBiasPlaces(biases[0], g, d_place_eid, n_dev, shape.ff));
+    STRATA_RETURN_IF_ERROR(AddBiasPlaces(biases[1], u, d_place_eid, n_dev, shape.ff));
+    gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), n_dev * shape.ff, hp.swiglu_alpha, hp.swiglu_limit};
     STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
     places.place_xcol = 0;
     gpu::PreparedInput gin(L(), g, n_dev, shape.ff, xq_g);
     STRATA_ASSIGN_OR_RETURN(DevicePtr xd, gin.For(w[2]));
     STRATA_RETURN_IF_ERROR(gpu::ExpertMatMulPrepared(L(), w[2], xd, xstride(w[2]), places, results));
+    STRATA_RETURN_IF_ERROR(AddBiasPlaces(biases[2], results, d_place_eid, n_dev, E));
   }
 
   // The host's experts, meanwhile: each one's rows gathered in place order,
@@ -739,9 +772,29 @@ Status GpuBackend::SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices
     STRATA_ASSIGN_OR_RETURN(DevicePtr xi, rows.For(dm[i]));
     STRATA_RETURN_IF_ERROR(gpu::MatMulPrepared(L(), dm[i], xi, m, i == 0 ? g : u));
   }
-  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), m * ff};
+  // gpt-oss: the expert's biases (columns of the bound model's bias tensors) and clamped SwiGLU.
+  const ExpertExtras& ex = w.extras;
+  auto column = [&](const TensorView* t) -> Result<DevicePtr> {
+    if (!t) return DevicePtr{0};
+    STRATA_ASSIGN_OR_RETURN(DevicePtr base, WeightVector(t));
+    return base + F(static_cast<int64_t>(ex.expert) * static_cast<int64_t>(t->shape[0]));
+  };
+  STRATA_ASSIGN_OR_RETURN(DevicePtr gate_b, column(ex.gate_b));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr up_b, column(ex.up_b));
+  STRATA_ASSIGN_OR_RETURN(DevicePtr down_b, column(ex.down_b));
+  for (auto [bias, out, width] : {std::tuple{gate_b, g, ff}, {up_b, u, ff}}) {
+    if (!bias) continue;
+    gpu::AddBiasArgs ba{AsPtr<float>(out), AsPtr<const float>(bias), m * width, static_cast<int32_t>(width)};
+    STRATA_RETURN_IF_ERROR(L()(kernels_.add_bias, Dim3{GridFor(ba.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, ba));
+  }
+  gpu::SwiGluArgs sw{AsPtr<float>(g), AsPtr<const float>(u), m * ff, ex.alpha, ex.limit};
   STRATA_RETURN_IF_ERROR(L()(kernels_.swiglu, Dim3{GridFor(sw.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, sw));
   STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), dm[2], g, m, yd, xq));
+  if (down_b) {
+    gpu::AddBiasArgs ba{AsPtr<float>(yd), AsPtr<const float>(down_b), m * w.down.rows,
+                        static_cast<int32_t>(w.down.rows)};
+    STRATA_RETURN_IF_ERROR(L()(kernels_.add_bias, Dim3{GridFor(ba.n, 256), 1, 1}, Dim3{256, 1, 1}, 0, ba));
+  }
   STRATA_RETURN_IF_ERROR(device_->CopyToHost(y, yd, F(m * w.down.rows), stream_));
   STRATA_RETURN_IF_ERROR(Check(device_->Synchronize(stream_)));
   transfers_.down_bytes += F(m * w.down.rows);

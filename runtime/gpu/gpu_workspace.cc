@@ -37,8 +37,9 @@ uint64_t MoeBytes(const HParams& hp, int64_t n) {
   const uint64_t routing = Fl(n * NE) + In(nK) + 2 * Fl(nK);
   const uint64_t router = Q(n, E);
   const uint64_t host = Fl(nK * E);
+  // (+ In(nK): the split's table holds each place's expert id too, for the experts' biases.)
   const uint64_t device = In(NE) + In(NE + 1) + In(NE) + 3 * In(nK) + In(3 * s.max_tiles + 1) + 2 * Fl(nK * s.ff) +
-                          Fl(nK * E) + Q(n, E) + Q(nK, s.ff);
+                          Fl(nK * E) + Q(n, E) + Q(nK, s.ff) + In(nK);
   return routing + std::max({router, host, device});
 }
 

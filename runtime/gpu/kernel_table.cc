@@ -55,6 +55,7 @@ Result<KernelTable> KernelTable::Load(Device& d) {
       {"strata_fill_f32", &t.fill},
       {"strata_add", &t.add},
       {"strata_add_bias", &t.add_bias},
+      {"strata_add_bias_places", &t.add_bias_places},
       {"strata_swiglu", &t.swiglu},
       {"strata_shared_gate", &t.shared_gate},
       {"strata_argmax", &t.argmax},

@@ -20,7 +20,7 @@ struct KernelTable {
   // The tiled int8 product on tensor cores (quantized types; the portable
   // twin's code where the image has no MMA: kernels/matmul_mma.cu).
   std::array<Kernel, kTypes> mmq_mma{};
-  Kernel fill = nullptr, add = nullptr, add_bias = nullptr, swiglu = nullptr, shared_gate = nullptr, argmax = nullptr;
+  Kernel fill = nullptr, add = nullptr, add_bias = nullptr, add_bias_places = nullptr, swiglu = nullptr, shared_gate = nullptr, argmax = nullptr;
   Kernel rms_norm = nullptr, gated_norm = nullptr, quantize = nullptr, quantize_q8k = nullptr;
   Kernel attn_prep = nullptr, attention = nullptr, attn_combine = nullptr;
   Kernel moe_topk = nullptr, moe_count = nullptr, moe_offsets = nullptr, moe_place = nullptr, moe_combine = nullptr;

@@ -68,24 +68,31 @@ void AttnMixRefKv(const float* p, const void* V, int64_t stride, KvType t, int64
   }
 }
 
+void SoftmaxWithSink(float* p, int64_t n, const float* sink) {
+  float mx = sink ? *sink : -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, p[j]);
+  double sum = sink ? std::exp(static_cast<double>(*sink - mx)) : 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    p[j] = static_cast<float>(std::exp(static_cast<double>(p[j] - mx)));
+    sum += static_cast<double>(p[j]);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) p[j] *= inv;
+}
+
 void AttnBlockRef(const AttnBlockArgs& a) {
   for (int64_t r = 0; r < a.rows; ++r) {
     float* o = a.o[r];
     std::fill(o, o + a.dv, 0.0f);
-    const int64_t n = a.n_keys[r];
+    const int64_t first = a.first_key ? std::max<int64_t>(a.first_key[r], 0) : 0;
+    const int64_t n = a.n_keys[r] - first;
     if (n <= 0) continue;
     float* p = a.scratch;
-    AttnScoresRefKv(a.q[r], a.K, a.k_stride, a.kv, n, a.dk, a.scale, p);
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, p[j]);
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      p[j] = static_cast<float>(std::exp(static_cast<double>(p[j] - mx)));
-      sum += static_cast<double>(p[j]);
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < n; ++j) p[j] *= inv;
-    AttnMixRefKv(p, a.V, a.v_stride, a.kv, n, a.dv, o);
+    const auto* K = static_cast<const uint8_t*>(a.K) + first * a.k_stride;
+    const auto* V = static_cast<const uint8_t*>(a.V) + first * a.v_stride;
+    AttnScoresRefKv(a.q[r], K, a.k_stride, a.kv, n, a.dk, a.scale, p);
+    SoftmaxWithSink(p, n, a.sink ? &a.sink[r] : nullptr);
+    AttnMixRefKv(p, V, a.v_stride, a.kv, n, a.dv, o);
   }
 }
 

@@ -27,8 +27,12 @@ using AttnMixFn = void (*)(const float* p, const float* V, int64_t stride, int64
 // Attention for a block of query rows that share one KV head (consecutive
 // tokens of one sequence x the query heads of a GQA group):
 //   o_r = softmax(scale * q_r . K[j], j < n_keys[r]) . V[0 .. n_keys[r])
-// Row r sees its first n_keys[r] keys (causal: a later token sees more); a
-// row with no keys gets zeros. K and V rows are k_stride / v_stride BYTES
+// Row r sees its first n_keys[r] keys (causal: a later token sees more), from
+// first_key[r] on when first_key is set (a sliding window); a row with no
+// keys gets zeros. With `sink` set, row r's softmax has one more logit,
+// sink[r], which weighs no value (gpt-oss's attention sinks): the max
+// includes it and the sum includes exp(sink - max).
+//   o_r = sum_j exp(s_j - m) V_j / (exp(sink_r - m) + sum_j exp(s_j - m)) K and V rows are k_stride / v_stride BYTES
 // apart and stored as `kv` (kv_type.h: F32, F16 or Q8_0; Q8_0 needs dk and
 // dv multiples of 32); every kernel reads each type, converting values to
 // F32 as it loads them (a Q8_0 value is d * q, exact in float). Written to
@@ -47,6 +51,8 @@ struct AttnBlockArgs {
   int64_t dk = 0, dv = 0;
   float scale = 1.0f;
   float* scratch = nullptr;  // AttnBlockScratchFloats(rows, dk, dv) floats (the reference: max(n_keys))
+  const int64_t* first_key = nullptr;  // rows, or null: every row from key 0
+  const float* sink = nullptr;         // rows, or null: no sink
 };
 using AttnBlockFn = void (*)(const AttnBlockArgs& a);
 // Floats of scratch AttnBlockFn needs: a scores row of kAttnKeyBlock per
@@ -83,7 +89,11 @@ void AttnMixRefKv(const float* p, const void* V, int64_t stride, KvType t, int64
 // Value i of a row stored as `t` (F32, exactly as the kernels convert it).
 float KvValueRef(const void* row, KvType t, int64_t i);
 // Row by row: AttnScoresRefKv, a softmax (max subtracted, exp in double, the
-// sum in double), AttnMixRefKv. Scratch: at least max(n_keys) floats.
+// sum in double; the sink in both), AttnMixRefKv. Scratch: at least
+// max(n_keys) floats.
+// The softmax of the reference, with an optional sink logit (null: none):
+// p[j] = exp(p[j] - m) / (sum + exp(sink - m)), m = max(p, sink).
+void SoftmaxWithSink(float* p, int64_t n, const float* sink);
 void AttnBlockRef(const AttnBlockArgs& a);
 
 // attention_avx2.cc / attention_avx512.cc

@@ -249,14 +249,19 @@ void AttnBlockT(const AttnBlockArgs& a) {
   // converted once, then read as F32 from L1/L2; fewer tiles (decode: one or
   // two) convert as they load, which attention_bench measures faster there.
   const bool convert = E != KvType::kF32 && R >= 4 * RB;
-  int64_t n_max = 0;
+  int64_t n_max = 0, k_min = -1;
   for (int64_t r = 0; r < R; ++r) {
     n_max = MaxI(n_max, a.n_keys[r]);
-    m[r] = kNegInf;
-    l[r] = 0.0f;
+    const int64_t first = a.first_key ? MaxI(a.first_key[r], 0) : 0;
+    k_min = k_min < 0 ? first : MinI(k_min, first);
+    // A sink starts the online softmax as one more logit that weighs no value.
+    m[r] = a.sink ? a.sink[r] : kNegInf;
+    l[r] = a.sink ? 1.0f : 0.0f;
     Fill(a.o[r], dv, 0.0f);
   }
-  for (int64_t kb = 0; kb < n_max; kb += kKeys) {
+  // Key blocks stay on the grid of kKeys from 0 (the same blocks whatever
+  // the window), starting at the first one any row sees.
+  for (int64_t kb = MaxI(k_min, 0) / kKeys * kKeys; kb < n_max; kb += kKeys) {
     const int64_t nb = MinI(kKeys, n_max - kb);
     // 1. Scores of every row against the key block (rows whose keys ended
     // are overwritten below).
@@ -271,10 +276,12 @@ void AttnBlockT(const AttnBlockArgs& a) {
     for (int64_t r = 0; r < R; ++r) {
       float* row = s + r * kKeys;
       const int64_t valid = MinI(MaxI(a.n_keys[r] - kb, 0), nb);
-      if (valid == 0) {
+      const int64_t lo = a.first_key ? MinI(MaxI(a.first_key[r] - kb, 0), valid) : 0;  // keys before the window
+      if (valid == lo) {
         Fill(row, kKeys, 0.0f);
         continue;
       }
+      for (int64_t j = 0; j < lo; ++j) row[j] = kNegInf;
       for (int64_t j = valid; j < kKeys; ++j) row[j] = kNegInf;
       T mx = V::Load(row);
       for (int64_t j = L; j < kKeys; j += L) mx = V::Max(mx, V::Load(row + j));
@@ -287,11 +294,12 @@ void AttnBlockT(const AttnBlockArgs& a) {
         sum = V::Add(sum, e);
       }
       // Masked keys: exactly zero (the clamped exp would leave 1e-38).
+      for (int64_t j = 0; j < lo; ++j) row[j] = 0.0f;
       for (int64_t j = valid; j < kKeys; ++j) row[j] = 0.0f;
       float block_sum = V::ReduceAdd(sum);
-      if (valid < kKeys) {  // the last block of a row: the sum without the masked lanes
+      if (valid < kKeys || lo > 0) {  // a block with masked lanes: the sum without them
         block_sum = 0.0f;
-        for (int64_t j = 0; j < valid; ++j) block_sum += row[j];
+        for (int64_t j = lo; j < valid; ++j) block_sum += row[j];
       }
       const float corr = m[r] == kNegInf ? 0.0f : V::First(ExpV<V>(V::Set1(m[r] - m_new)));
       if (corr != 1.0f) {

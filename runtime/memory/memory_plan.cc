@@ -42,7 +42,7 @@ uint64_t SplitHostBufferBytes(const HParams& hp, int64_t tokens) {
   constexpr uint64_t kTileColumns = 64;  // the GPU's expert tiles (gpu_matmul.h)
   const uint64_t tiles = (nK + kTileColumns - 1) / kTileColumns + NE;
   const uint64_t floats = n * E /* rows down */ + nK * E /* host results */ + n * E /* one expert's rows */;
-  const uint64_t ints = nK /* ids */ + 4 * NE /* counts, firsts, fills, slots */ + 3 * nK + 3 * tiles + 1 /* table */ +
+  const uint64_t ints = nK /* ids */ + 4 * NE /* counts, firsts, fills, slots */ + 4 * nK + 3 * tiles + 1 /* table */ +
                         NE /* experts */ + NE /* slots */;
   return 4 * floats + 4 * ints + 8 * NE /* rows */;
 }

@@ -78,6 +78,7 @@ struct BufferMatrix {
 // An expert's three matrices in one buffer (a device tier's slot).
 struct SwiGluMatrices {
   BufferMatrix gate, up, down;
+  ExpertExtras extras;  // biases and the clamped SwiGLU (gpt-oss); the biases are the model's tensors
 };
 
 class Backend {
@@ -422,7 +423,8 @@ class ReferenceBackend : public CpuBackend {
 Status RunExpertOnBackend(const Model& model, CpuBackend& backend, int32_t layer, uint32_t expert, const float* x,
                           int64_t m, float* y, bool use_decode_copies = false, float* scratch = nullptr);
 // y = down(silu(gate x) * up x) for m rows; scratch as above (2 * m * gate.rows floats, or null).
+// With `extras` (gpt-oss): its biases and clamped SwiGLU (null: plain SwiGLU).
 Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-                 const float* x, int64_t m, float* y, float* scratch = nullptr);
+                 const float* x, int64_t m, float* y, float* scratch = nullptr, const ExpertExtras* extras = nullptr);
 
 }  // namespace strata

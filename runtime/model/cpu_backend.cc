@@ -187,7 +187,8 @@ int64_t AttnRowsPerJob(const HParams& hp) { return AttnTokensPerBlock(hp) * Attn
 int64_t AttnTaskFloats(const HParams& hp, int64_t max_keys) {
   const int64_t rows = AttnRowsPerJob(hp);
   const int64_t blocked = kernels::AttnBlockScratchFloats(rows, hp.head_dim_k, hp.head_dim_v) +
-                          rows * static_cast<int64_t>((2 * sizeof(float*) + sizeof(int64_t)) / sizeof(float));
+                          rows * static_cast<int64_t>((2 * sizeof(float*) + 2 * sizeof(int64_t) + sizeof(float)) /
+                                                      sizeof(float) + 1);
   return (std::max(max_keys, blocked) + 15) / 16 * 16;  // each task's scratch on a cache line
 }
 
@@ -244,6 +245,21 @@ void SwiGluGate(CpuBackend& be, float* g, const float* u, int64_t nf) {
   } else {
     rows(0, nf);
   }
+}
+
+// The experts' activation over n rows of ff values: SwiGLU's gate, or with
+// alpha set the clamped SwiGLU (gpt-oss), as ggml's swiglu_oai computes it.
+void ExpertGate(CpuBackend& be, float* g, const float* u, int64_t nf, float alpha, float limit) {
+  if (alpha == 0.0f) return SwiGluGate(be, g, u, nf);
+  auto rows = [g, u, alpha, limit](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float x = std::min(g[i], limit);
+      const float y = std::clamp(u[i], -limit, limit);
+      g[i] = x / (1.0f + std::exp(alpha * -x)) * (y + 1.0f);
+    }
+  };
+  if (nf >= 64 * 1024) be.ParallelFor(nf, [&rows](int64_t b, int64_t e) { rows(b, e); });
+  else rows(0, nf);
 }
 
 // SwiGLU: down(silu(gate x) * up x) for the rows of x. `scratch`: 2 * rows *
@@ -329,6 +345,11 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
   const int64_t group = H / Hkv;
   const kernels::AttnKernels& ak = attention();
+  // gpt-oss: a sink logit per head, and a sliding window on some layers
+  // (a token sees its last n_swa positions).
+  const float* sinks = Model::F32(W(m, il, R::kAttnSinks));
+  const bool swa = hp.IsSwaLayer(static_cast<uint32_t>(il));
+  auto first_key = [&](int64_t pos) { return swa ? std::max<int64_t>(0, pos - hp.n_swa + 1) : int64_t{0}; };
   auto apply_gate = [&](const float* q, float* o) {
     const float* gate = q + Dk;
     for (int64_t d = 0; d < Dv; ++d) o[d] *= ops::Sigmoid(gate[d]);
@@ -341,16 +362,19 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
         float* scores = scores_all + task * task_floats;
         for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
           const int64_t t = job / H, hh = job % H, kvh = hh / group;
-          const int64_t n_keys = p.pos[t] + 1;  // causal
+          const int64_t k0 = first_key(p.pos[t]);
+          const int64_t n_keys = p.pos[t] + 1 - k0;  // causal, within the window
           const SequenceState& st = p.St(t);
           const KvType kt = st.kv_type;
           const int64_t kh = KvHeadBytes(kt, Dk), vh = KvHeadBytes(kt, Dv);
           const float* q = q_at(t, hh);
-          kernels::AttnScoresRefKv(q, StateK(st, il) + kvh * kh, Hkv * kh, kt, n_keys, Dk, scale, scores);
-          ops::Softmax(scores, n_keys);
+          kernels::AttnScoresRefKv(q, StateK(st, il) + k0 * Hkv * kh + kvh * kh, Hkv * kh, kt, n_keys, Dk, scale,
+                                   scores);
+          if (sinks) kernels::SoftmaxWithSink(scores, n_keys, &sinks[hh]);
+          else ops::Softmax(scores, n_keys);
           float* o = attn + (t * H + hh) * Dv;
           std::fill(o, o + Dv, 0.0f);
-          kernels::AttnMixRefKv(scores, StateV(st, il) + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
+          kernels::AttnMixRefKv(scores, StateV(st, il) + k0 * Hkv * vh + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
           if (gated) apply_gate(q, o);
         }
       }
@@ -383,6 +407,8 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
         auto* q_rows = reinterpret_cast<const float**>(tables);
         auto* o_rows = reinterpret_cast<float**>(tables + 2 * rows_max);
         auto* n_keys = reinterpret_cast<int64_t*>(tables + 4 * rows_max);
+        auto* k_first = reinterpret_cast<int64_t*>(tables + 6 * rows_max);
+        float* row_sink = tables + 8 * rows_max;
         for (int64_t job = task; job < block_jobs; job += tasks) {
           const int64_t b = job / Hkv, kvh = job % Hkv;
           int64_t rows = 0;
@@ -392,6 +418,8 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
               q_rows[rows] = q_at(t, hh);
               o_rows[rows] = attn + (t * H + hh) * Dv;
               n_keys[rows] = p.pos[t] + 1;  // causal
+              k_first[rows] = first_key(p.pos[t]);
+              row_sink[rows] = sinks ? sinks[hh] : 0.0f;
             }
           const SequenceState& st = p.St(block_start[b]);
           const int64_t kh = KvHeadBytes(st.kv_type, Dk), vh = KvHeadBytes(st.kv_type, Dv);
@@ -409,6 +437,8 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
           a.dv = Dv;
           a.scale = scale;
           a.scratch = kernel_scratch;
+          a.first_key = swa ? k_first : nullptr;
+          a.sink = sinks ? row_sink : nullptr;
           ak.block(a);
           if (gated)
             for (int64_t r = 0; r < rows; ++r) apply_gate(q_rows[r], o_rows[r]);
@@ -418,6 +448,7 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
     ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
   }
   MatMul(Matrix(*W(m, il, R::kAttnOutput)), attn, n, out);
+  ops::AddBias(out, Model::F32(W(m, il, R::kAttnOutputBias)), n, hp.n_embd);  // gpt-oss
   return Status::Ok();
 }
 
@@ -464,6 +495,7 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   float* results = ws.Take<float>(n * K * E);  // by place in list
   if (!results) return ws.Exhausted("MoE routing");
   MatMul(Matrix(*W(*p.m, il, R::kFfnGateInp)), h, n, probs);
+  ops::AddBias(probs, Model::F32(W(*p.m, il, R::kFfnGateInpBias)), n, NE);  // gpt-oss's router bias
   // Each token's routing on the pool (tokens are independent), then the
   // observer, in token order.
   const float* bias = Model::F32(W(*p.m, il, R::kFfnExpProbsB));  // the selection bias, or null
@@ -551,7 +583,15 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
       new (&jobs[count++]) MatMulJob{ExpertMatrix(up, ue), h, token + first[e], m, u + first[e] * F};
     }
     MatMulBatch({jobs, static_cast<size_t>(count)});
-    SwiGluGate(*this, g, u, n * K * F);
+    // gpt-oss: each entry's expert's gate and up biases, the clamped SwiGLU.
+    const float* gate_b = Model::F32(W(*p.m, il, R::kFfnGateExpsBias));
+    const float* up_b = Model::F32(W(*p.m, il, R::kFfnUpExpsBias));
+    for (int64_t e = 0; e < NE && (gate_b || up_b); ++e)
+      for (int64_t i = first[e]; i < first[e + 1]; ++i) {
+        ops::AddBias(g + i * F, gate_b ? gate_b + e * F : nullptr, 1, F);
+        ops::AddBias(u + i * F, up_b ? up_b + e * F : nullptr, 1, F);
+      }
+    ExpertGate(*this, g, u, n * K * F, hp.swiglu_alpha, hp.swiglu_limit);
     count = 0;
     for (int64_t e = 0; e < NE; ++e) {
       const int64_t m = first[e + 1] - first[e];
@@ -560,6 +600,9 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
           MatMulJob{ExpertMatrix(down, static_cast<uint32_t>(e)), g + first[e] * F, nullptr, m, results + first[e] * E};
     }
     MatMulBatch({jobs, static_cast<size_t>(count)});
+    if (const float* down_b = Model::F32(W(*p.m, il, R::kFfnDownExpsBias)))
+      for (int64_t e = 0; e < NE; ++e)
+        for (int64_t i = first[e]; i < first[e + 1]; ++i) ops::AddBias(results + i * E, down_b + e * E, 1, E);
   }
   auto combine = [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) {
@@ -658,11 +701,12 @@ Status RunExpertOnBackend(const Model& model, CpuBackend& backend, int32_t il, u
       src = &model.tensors()[static_cast<size_t>(t[i]->decode_copy)];
     w[i] = ExpertMatrix(*src, e);
   }
-  return RunSwiGlu(backend, w[0], w[1], w[2], x, m, y, scratch);
+  const ExpertExtras extras = ExpertExtrasOf(model, il, e);
+  return RunSwiGlu(backend, w[0], w[1], w[2], x, m, y, scratch, &extras);
 }
 
 Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
-                 const float* x, int64_t m, float* y, float* scratch) {
+                 const float* x, int64_t m, float* y, float* scratch, const ExpertExtras* extras) {
   std::vector<float> own;
   if (!scratch) {
     STRATA_RETURN_IF_ERROR(CheckedResize(own, static_cast<size_t>(2 * m * gate.rows), "expert scratch"));
@@ -672,6 +716,14 @@ Status RunSwiGlu(CpuBackend& backend, const WeightMatrix& gate, const WeightMatr
   float* u = scratch + m * gate.rows;
   backend.MatMul(gate, x, m, g);
   backend.MatMul(up, x, m, u);
+  if (extras && extras->any()) {
+    ops::AddBias(g, extras->GateBias(), m, gate.rows);
+    ops::AddBias(u, extras->UpBias(), m, up.rows);
+    ExpertGate(backend, g, u, m * gate.rows, extras->alpha, extras->limit);
+    backend.MatMul(down, g, m, y);
+    ops::AddBias(y, extras->DownBias(), m, down.rows);
+    return Status::Ok();
+  }
   SwiGluGate(backend, g, u, m * gate.rows);
   backend.MatMul(down, g, m, y);
   return Status::Ok();

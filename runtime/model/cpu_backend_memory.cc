@@ -231,7 +231,7 @@ Status CpuBackend::SlotSwiGlu(const BackendBuffer& weights, const SwiGluMatrices
   transfers_.up_bytes += static_cast<uint64_t>(m * w.gate.cols) * sizeof(float);
   ++transfers_.up_calls;
   STRATA_RETURN_IF_ERROR(
-      RunSwiGlu(*this, host[0], host[1], host[2], x, m, y, reinterpret_cast<float*>(HostData(scratch))));
+      RunSwiGlu(*this, host[0], host[1], host[2], x, m, y, reinterpret_cast<float*>(HostData(scratch)), &w.extras));
   transfers_.down_bytes += static_cast<uint64_t>(m * w.down.rows) * sizeof(float);
   ++transfers_.down_calls;
   return Status::Ok();

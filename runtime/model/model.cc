@@ -93,6 +93,17 @@ size_t Model::UseDecodeCopies(DecodeCopyPolicy policy, const FastKernelWherePlac
   return switched;
 }
 
+ExpertExtras ExpertExtrasOf(const Model& model, int32_t layer, uint32_t expert) {
+  ExpertExtras x;
+  x.gate_b = model.Get(layer, TensorRole::kFfnGateExpsBias);
+  x.up_b = model.Get(layer, TensorRole::kFfnUpExpsBias);
+  x.down_b = model.Get(layer, TensorRole::kFfnDownExpsBias);
+  x.expert = expert;
+  x.alpha = model.hp().swiglu_alpha;
+  x.limit = model.hp().swiglu_limit;
+  return x;
+}
+
 uint64_t Model::DecodeBytesPerToken() const {
   uint64_t bytes = 0;
   auto add = [&](const TensorView* t) {

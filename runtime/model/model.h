@@ -27,6 +27,28 @@ struct WeightMatrix {
 WeightMatrix Matrix(const TensorView& t);
 WeightMatrix ExpertMatrix(const TensorView& t, uint32_t expert);
 
+// What an expert computes beyond its three products (gpt-oss): biases added
+// to its gate, up and down outputs (column `expert` of [rows, n_expert] F32
+// tensors; null: none) and the clamped SwiGLU (alpha 0: plain SwiGLU):
+//   act = min(g, limit) * sigmoid(alpha * min(g, limit)) * (clamp(u, -limit, limit) + 1)
+struct ExpertExtras {
+  const TensorView* gate_b = nullptr;
+  const TensorView* up_b = nullptr;
+  const TensorView* down_b = nullptr;
+  uint32_t expert = 0;
+  float alpha = 0.0f, limit = 0.0f;
+  // The expert's bias vectors in host memory (null: none).
+  const float* GateBias() const { return Column(gate_b); }
+  const float* UpBias() const { return Column(up_b); }
+  const float* DownBias() const { return Column(down_b); }
+  bool any() const { return gate_b || up_b || down_b || alpha != 0.0f; }
+
+ private:
+  const float* Column(const TensorView* t) const {
+    return t ? reinterpret_cast<const float*>(t->data.data()) + static_cast<uint64_t>(expert) * t->shape[0] : nullptr;
+  }
+};
+
 // Which bytes the forward pass reads for a tensor that has a Q8_0 decode copy
 // (docs/experts.md): kAuto the copy when the tensor's own type has no fast
 // CPU kernel at the level the backend runs, else the native bytes; kNative
@@ -39,6 +61,10 @@ enum class DecodeCopyPolicy : uint8_t { kAuto = 0, kNative = 1, kCopies = 2 };
 using FastKernelWherePlaced = std::function<bool(const TensorView& t)>;
 std::string_view DecodeCopyPolicyName(DecodeCopyPolicy p);  // "auto", "native", "copies"
 Result<DecodeCopyPolicy> ParseDecodeCopyPolicy(std::string_view name);
+
+class Model;
+// The extras of (layer, expert) of a model.
+ExpertExtras ExpertExtrasOf(const Model& model, int32_t layer, uint32_t expert);
 
 class Model {
  public:

@@ -21,7 +21,8 @@ STRATA_PIN(Arch::kQwen35Moe, fb::Arch::Qwen35Moe);
 STRATA_PIN(Arch::kVocabOnly, fb::Arch::VocabOnly);
 STRATA_PIN(Arch::kQwen3, fb::Arch::Qwen3);
 STRATA_PIN(Arch::kGlm4Moe, fb::Arch::Glm4Moe);
-static_assert(fb::Arch::MAX == fb::Arch::Glm4Moe, "an architecture id was added to the schema: add it to Arch");
+STRATA_PIN(Arch::kGptOss, fb::Arch::GptOss);
+static_assert(fb::Arch::MAX == fb::Arch::GptOss, "an architecture id was added to the schema: add it to Arch");
 
 STRATA_PIN(RopeType::kNorm, fb::RopeType::Norm);
 STRATA_PIN(RopeType::kNeox, fb::RopeType::Neox);
@@ -70,6 +71,12 @@ STRATA_PIN(TensorRole::kAttnQBias, fb::TensorRole::AttnQBias);
 STRATA_PIN(TensorRole::kAttnKBias, fb::TensorRole::AttnKBias);
 STRATA_PIN(TensorRole::kAttnVBias, fb::TensorRole::AttnVBias);
 STRATA_PIN(TensorRole::kFfnExpProbsB, fb::TensorRole::FfnExpProbsB);
+STRATA_PIN(TensorRole::kAttnOutputBias, fb::TensorRole::AttnOutputBias);
+STRATA_PIN(TensorRole::kAttnSinks, fb::TensorRole::AttnSinks);
+STRATA_PIN(TensorRole::kFfnGateInpBias, fb::TensorRole::FfnGateInpBias);
+STRATA_PIN(TensorRole::kFfnGateExpsBias, fb::TensorRole::FfnGateExpsBias);
+STRATA_PIN(TensorRole::kFfnUpExpsBias, fb::TensorRole::FfnUpExpsBias);
+STRATA_PIN(TensorRole::kFfnDownExpsBias, fb::TensorRole::FfnDownExpsBias);
 static_assert(static_cast<uint64_t>(TensorRole::kCount) == static_cast<uint64_t>(fb::TensorRole::MAX) + 1,
               "TensorRole and the schema's TensorRole list different roles");
 

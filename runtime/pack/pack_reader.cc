@@ -72,6 +72,10 @@ HParams HParamsFromManifest(const fb::HyperParams& f) {
   h.expert_gating = static_cast<ExpertGating>(f.expert_gating());
   h.n_layer_dense_lead = f.n_layer_dense_lead();
   h.n_expert_shared = f.n_expert_shared();
+  h.n_swa = f.n_swa();
+  h.swa_pattern = f.swa_pattern();
+  h.swiglu_alpha = f.swiglu_alpha();
+  h.swiglu_limit = f.swiglu_limit();
   return h;
 }
 

@@ -67,6 +67,20 @@ HParams Smallest(Arch arch) {
       h.ssm_dt_rank = 2;
       h.ssm_d_inner = 32;
       break;
+    case Arch::kGptOss:
+      h.n_expert = 4;
+      h.n_expert_used = 2;
+      h.n_ff_exp = 32;
+      h.n_layer_all = h.n_layer = 2;  // a sliding layer and a full one
+      h.n_swa = 8;
+      h.swa_pattern = 2;
+      h.expert_gating = ExpertGating::kSoftmaxWeight;
+      h.swiglu_alpha = 1.702f;
+      h.swiglu_limit = 7.0f;
+      h.rope_scaling = RopeScaling::kYarn;
+      h.rope_freq_scale = 0.25f;
+      h.n_ctx_orig_yarn = 16;
+      break;
     case Arch::kGlm4Moe:
       h.n_layer_all = 3;  // a leading dense layer, an MoE layer, an MTP layer
       h.n_layer = 2;
@@ -122,7 +136,7 @@ Status Run(const std::string& dir) {
   std::filesystem::create_directories(g);
   std::filesystem::create_directories(p);
 
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss}) {
     STRATA_ASSIGN_OR_RETURN(GgufBuilder b, Model(arch));
     const std::string name(ArchName(arch));
     STRATA_RETURN_IF_ERROR(Write(b, g + "/" + name + ".gguf"));

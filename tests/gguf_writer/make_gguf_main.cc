@@ -27,10 +27,10 @@ int Main(int argc, char** argv) {
   bool qk_norm = false, f32_math = false, print_xxh3 = false;
   uint32_t layers = 0, split = 1;
   uint64_t seed = 1;
-  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe or glm4moe");
+  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, glm4moe or gpt-oss");
   app.add_option("--preset", preset,
-                 "tiny (the conformance fixtures' shapes), qwen3-30b-a3b, qwen36-35b-a3b or glm45-air (real layer "
-                 "shapes)");
+                 "tiny (the conformance fixtures' shapes), qwen3-30b-a3b, qwen36-35b-a3b, glm45-air or gpt-oss-20b "
+                 "(real layer shapes)");
   app.add_option("--rope-scaling", rope_scaling,
                  "yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR (the rope.scaling.* keys, any architecture)");
   app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
@@ -42,7 +42,9 @@ int Main(int argc, char** argv) {
                "write the F32-math twin: the same weights, dequantized from their types, as F32 (docs/conformance.md)");
   app.add_option("--layers", layers, "layers (qwen36-35b-a3b: groups of 3 delta-net + 1 attention)");
   app.add_option("--type", type, "type of the weight matrices (Q8_0, Q4_K, F16, ...)");
-  app.add_option("--mix", mix, "q4_k_m: Q4_K matrices, Q6_K output head and attn_v, Q8_0 small matrices");
+  app.add_option("--mix", mix,
+                 "q4_k_m: Q4_K matrices, Q6_K output head and attn_v, Q8_0 small matrices; mxfp4_moe: MXFP4 experts, "
+                 "Q8_0 the rest");
   app.add_option("--tokenizer", tok, "copy the tokenizer of this GGUF (default: a built-in byte-level BPE)");
   app.add_option("--seed", seed, "random seed");
   app.add_option("--split", split, "write this many shards (NAME-0000k-of-0000n.gguf)");
@@ -91,6 +93,8 @@ int Main(int argc, char** argv) {
     s.hp = Qwen3_30BA3BShape(layers ? layers : 4);
   } else if (preset == "qwen36-35b-a3b" && s.arch == Arch::kQwen35Moe) {
     s.hp = Qwen36_35BA3BShape(layers ? layers : 1);
+  } else if (preset == "gpt-oss-20b" && s.arch == Arch::kGptOss) {
+    s.hp = GptOss20bShape(layers ? layers : 4);
   } else if (preset == "glm45-air" && s.arch == Arch::kGlm4Moe) {
     s.hp = Glm45AirShape(layers ? layers : 4);
   } else {
@@ -116,6 +120,10 @@ int Main(int argc, char** argv) {
     s.matrix_type = GgmlType::kQ4_K;
     s.type_by_role = {{TensorRole::kOutput, GgmlType::kQ6_K}, {TensorRole::kAttnV, GgmlType::kQ6_K},
                       {TensorRole::kSsmAlpha, GgmlType::kQ8_0}, {TensorRole::kSsmBeta, GgmlType::kQ8_0}};
+  } else if (mix == "mxfp4_moe") {  // as gpt-oss ships: MXFP4 experts, the rest Q8_0
+    s.matrix_type = GgmlType::kQ8_0;
+    s.type_by_role = {{TensorRole::kFfnGateExps, GgmlType::kMXFP4}, {TensorRole::kFfnUpExps, GgmlType::kMXFP4},
+                      {TensorRole::kFfnDownExps, GgmlType::kMXFP4}};
   } else if (!mix.empty()) {
     std::fprintf(stderr, "strata-make-gguf: unknown --mix %s\n", mix.c_str());
     return kExitUsage;

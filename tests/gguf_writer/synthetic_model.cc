@@ -157,6 +157,49 @@ HParams TinyGlm4MoeHParams() {
   return h;
 }
 
+HParams TinyGptOssHParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 256;
+  h.n_embd = 256;
+  h.n_layer_all = h.n_layer = 4;
+  h.n_head = 8;
+  h.n_head_kv = 2;
+  h.head_dim_k = h.head_dim_v = 64;
+  h.n_rot = 64;
+  h.rope_freq_base = 150000.0f;
+  h.rope_scaling = RopeScaling::kYarn;
+  h.rope_freq_scale = 0.25f;
+  h.n_ctx_orig_yarn = 64;
+  h.rms_eps = 1e-5f;
+  h.n_expert = 8;
+  h.n_expert_used = 2;
+  h.n_ff_exp = 128;
+  h.expert_gating = ExpertGating::kSoftmaxWeight;
+  h.n_swa = 16;
+  h.swa_pattern = 2;
+  h.swiglu_alpha = 1.702f;
+  h.swiglu_limit = 7.0f;
+  return h;
+}
+
+HParams GptOss20bShape(uint32_t n_layer) {
+  HParams h = TinyGptOssHParams();
+  h.n_vocab = 201088;
+  h.n_ctx_train = 131072;
+  h.n_embd = 2880;
+  h.n_layer_all = h.n_layer = n_layer;
+  h.n_head = 64;
+  h.n_head_kv = 8;
+  h.rope_freq_scale = 1.0f / 32.0f;
+  h.n_ctx_orig_yarn = 4096;
+  h.n_expert = 32;
+  h.n_expert_used = 4;
+  h.n_ff_exp = 2880;
+  h.n_swa = 128;
+  return h;
+}
+
 HParams Glm45AirShape(uint32_t n_layer) {
   HParams h = TinyGlm4MoeHParams();
   h.n_vocab = 151552;
@@ -208,6 +251,7 @@ Status ParseRopeScaling(const std::string& text, HParams* hp) {
 HParams TinyHParams(Arch arch) {
   switch (arch) {
     case Arch::kGlm4Moe: return TinyGlm4MoeHParams();
+    case Arch::kGptOss: return TinyGptOssHParams();
     case Arch::kLlama: return TinyLlamaHParams();
     case Arch::kQwen3: return TinyQwen3HParams();
     case Arch::kQwen35Moe: return TinyQwen35MoeHParams();
@@ -311,6 +355,10 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     b.F32(a + ".expert_weights_scale", hp.expert_weights_scale);
     b.U32(a + ".nextn_predict_layers", hp.nextn_predict_layers);
   }
+  if (spec.arch == Arch::kGptOss) {
+    b.U32(a + ".attention.sliding_window", hp.n_swa);
+    b.U32(a + ".attention.sliding_window_pattern", hp.swa_pattern);
+  }
   if (hp.rope_scaling != RopeScaling::kNone) {
     b.String(a + ".rope.scaling.type", std::string(RopeScalingName(hp.rope_scaling)));
     b.F32(a + ".rope.scaling.factor", 1.0f / hp.rope_freq_scale);
@@ -354,6 +402,12 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
         case TensorRole::kAttnKBias:
         case TensorRole::kAttnVBias: v = Normal(rng, count, 0.0f, 0.2f); break;
         case TensorRole::kFfnExpProbsB: v = Normal(rng, count, 0.0f, 0.1f); break;
+        case TensorRole::kAttnSinks: v = Normal(rng, count, 0.0f, 1.0f); break;
+        case TensorRole::kAttnOutputBias:
+        case TensorRole::kFfnGateInpBias:
+        case TensorRole::kFfnGateExpsBias:
+        case TensorRole::kFfnUpExpsBias:
+        case TensorRole::kFfnDownExpsBias: v = Normal(rng, count, 0.0f, 0.1f); break;
         default: v = Normal(rng, count, 1.0f, 0.05f); break;  // norm weights
       }
       b.TensorF32(e.name, ne, v);

@@ -57,6 +57,9 @@ HParams TinyQwen3HParams();       // dense Qwen3: TinyQwen3MoeHParams' attention
 // selection bias, a shared expert, weights renormalized and scaled by 2.5),
 // partial RoPE (32 of 64 dims), and 1 MTP layer.
 HParams TinyGlm4MoeHParams();
+// gpt-oss: 4 layers, a 16-position window on layers 0 and 2, sinks, biases,
+// 8 experts (2 used) with the clamped SwiGLU, YaRN (factor 4, original 64).
+HParams TinyGptOssHParams();
 // The tiny preset of an architecture (one of the above).
 HParams TinyHParams(Arch arch);
 // Qwen3-30B-A3B's layer shapes with `n_layer` layers (vocab 151936).
@@ -66,6 +69,8 @@ HParams Qwen3_30BA3BShape(uint32_t n_layer);
 HParams Qwen36_35BA3BShape(uint32_t groups);
 // GLM-4.5-Air's layer shapes with `n_layer` layers, the first dense (vocab 151552).
 HParams Glm45AirShape(uint32_t n_layer);
+// gpt-oss-20b's layer shapes with `n_layer` layers (vocab 201088).
+HParams GptOss20bShape(uint32_t n_layer);
 // Long-context RoPE as GGUF metadata asks for it: "yarn:FACTOR:ORIGINAL_CONTEXT"
 // or "linear:FACTOR", into hp (rope_scaling, rope_freq_scale,
 // n_ctx_orig_yarn). Errors: any other text.

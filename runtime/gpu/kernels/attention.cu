@@ -176,9 +176,11 @@ STRATA_KERNEL(strata_attention, AttnArgs) {
     for (int rw = 0; rw < kMaxRowsPerWarp; ++rw) {
       const int32_t r = warp + kAttnWarps * rw;
       if (r >= R) break;  // the same for every lane of the warp
-      const int32_t n_keys = a.tables.pos[t0 + r / G] + 1;  // causal
+      const int32_t pos = a.tables.pos[t0 + r / G];
+      const int32_t n_keys = pos + 1;                                          // causal
+      const int32_t first = a.n_swa > 0 && pos >= a.n_swa ? pos - a.n_swa + 1 : 0;  // the window
       float s = -INFINITY;
-      if (lane < nk && kt0 + lane < n_keys) {
+      if (lane < nk && kt0 + lane < n_keys && kt0 + lane >= first) {
         float dot = 0.0f;
         for (int32_t i = 0; i < a.Dk; ++i) dot += Q[r * a.Dk + i] * K[lane * (a.Dk + 1) + i];
         s = dot * a.scale;
@@ -207,7 +209,14 @@ STRATA_KERNEL(strata_attention, AttnArgs) {
     const int32_t t = t0 + r / G, h = kvh * G + r % G;
     if (a.splits == 1) {
       const float* gate = a.q + static_cast<int64_t>(t) * a.q_width + static_cast<int64_t>(h) * a.q_head_stride + a.Dk;
-      const float inv = l[rw] > 0.0f ? 1.0f / l[rw] : 0.0f;
+      // A sink: one more logit in the softmax that weighs no value.
+      float corr = 1.0f;
+      if (a.sinks) {
+        const float sk = a.sinks[h], mf = DevFmax(m[rw], sk);
+        corr = m[rw] == -INFINITY ? 0.0f : DevExp(m[rw] - mf);
+        l[rw] = l[rw] * corr + DevExp(sk - mf);
+      }
+      const float inv = l[rw] > 0.0f ? corr / l[rw] : 0.0f;
       for (int c = 0; c < kMaxDvPerLane; ++c) {
         const int32_t d = lane + W * c;
         if (d >= a.Dv) break;
@@ -232,9 +241,9 @@ STRATA_KERNEL(strata_attn_combine, AttnCombineArgs) {
   const int64_t row = blockIdx.x;
   const int64_t t = row / a.H, h = row % a.H;
   const float* part = a.partial + row * a.splits * (a.Dv + 2);
-  float mx = -INFINITY;
+  float mx = a.sinks ? a.sinks[h] : -INFINITY;
   for (int32_t s = 0; s < a.splits; ++s) mx = DevFmax(mx, part[s * (a.Dv + 2)]);
-  float L = 0.0f;
+  float L = a.sinks ? DevExp(a.sinks[h] - mx) : 0.0f;  // a sink: one more logit, no value
   for (int32_t s = 0; s < a.splits; ++s)
     if (part[s * (a.Dv + 2) + 1] > 0.0f) L += part[s * (a.Dv + 2) + 1] * DevExp(part[s * (a.Dv + 2)] - mx);
   const float inv = L > 0.0f ? 1.0f / L : 0.0f;

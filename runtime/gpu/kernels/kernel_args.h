@@ -139,10 +139,23 @@ struct MatMulArgs {
 };
 
 // g[i] = silu(g[i]) * u[i].
+// g = silu(g) * u; with alpha set, gpt-oss's clamped form:
+// g = min(g, limit) * sigmoid(alpha * min(g, limit)) * (clamp(u, -limit, limit) + 1).
 struct SwiGluArgs {
   float* g;
   const float* u;
   int64_t n;
+  float alpha = 0.0f, limit = 0.0f;
+};
+
+// y[p][i] += bias[place_expert[p]][i] for n = places x width values (the
+// experts' biases, gpt-oss).
+struct AddBiasPlacesArgs {
+  float* y;
+  const float* bias;  // [n_expert][width]
+  const int32_t* place_expert;
+  int64_t n;
+  int32_t width;
 };
 
 // Attention's per-token preparation: QK RMSNorm, RoPE, and the append of the
@@ -195,6 +208,8 @@ struct AttnArgs {
   float scale;
   float* out;               // [n][H * Dv]
   float* partial;           // [n * H][splits][Dv + 2]
+  const float* sinks;       // [H] a sink logit per head (gpt-oss), or null
+  int32_t n_swa;            // a sliding window: a token sees its last n_swa positions; 0: all
 };
 
 struct AttnCombineArgs {
@@ -203,6 +218,7 @@ struct AttnCombineArgs {
   int32_t q_width, q_head_stride, Dk;
   int32_t n, H, Dv, splits, gated;
   float* out;
+  const float* sinks;       // [H] or null
 };
 
 // Router: per token, softmax over the experts' logits, the top k, their

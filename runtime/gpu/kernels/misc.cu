@@ -25,7 +25,21 @@ STRATA_KERNEL(strata_add_bias, AddBiasArgs) {
 
 STRATA_KERNEL(strata_swiglu, SwiGluArgs) {
   const int64_t i = GlobalIndex();
-  if (i < a.n) a.g[i] = DevSilu(a.g[i]) * a.u[i];
+  if (i >= a.n) return;
+  if (a.alpha == 0.0f) {
+    a.g[i] = DevSilu(a.g[i]) * a.u[i];
+    return;
+  }
+  const float x = DevFmin(a.g[i], a.limit);
+  const float y = DevFmin(DevFmax(a.u[i], -a.limit), a.limit);
+  a.g[i] = x / (1.0f + DevExp(a.alpha * -x)) * (y + 1.0f);
+}
+
+STRATA_KERNEL(strata_add_bias_places, AddBiasPlacesArgs) {
+  const int64_t i = GlobalIndex();
+  if (i >= a.n) return;
+  const int64_t p = i / a.width, c = i % a.width;
+  a.y[i] += a.bias[static_cast<int64_t>(a.place_expert[p]) * a.width + c];
 }
 
 // Block t: out[t] += sigmoid(dot(gate_w, h[t])) * sh[t]; without gate_w, out[t] += sh[t].
