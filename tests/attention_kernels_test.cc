@@ -255,6 +255,82 @@ TEST(AttentionKernels, BlockedAttentionMatchesDoublePrecision) {
   }
 }
 
+// Sliding windows and sinks (gpt-oss): row r sees keys [first_key[r],
+// n_keys[r]) and its softmax has one more logit, sink[r], that weighs no
+// value. Every level against double precision, windows starting inside and
+// at the edges of key blocks, rows whose window is empty (zeros, or only the
+// sink: zeros too).
+TEST(AttentionKernels, BlockedAttentionWithWindowsAndSinksMatchesDoublePrecision) {
+  std::mt19937_64 rng(23);
+  for (IsaLevel level : Levels()) {
+    const AttnKernels& k = AttnKernelsFor(level);
+    for (int64_t d : {16, 17, 64, 65}) {
+      const int64_t dk = d, dv = d;
+      for (int64_t rows : {1, 5, 33}) {
+        for (int64_t n_max : {1, 63, 65, 130, 200}) {
+          for (int with_sink = 0; with_sink < 2; ++with_sink) {
+            SCOPED_TRACE(std::string(IsaName(level)) + " d=" + std::to_string(d) + " rows=" + std::to_string(rows) +
+                         " keys=" + std::to_string(n_max) + " sink=" + std::to_string(with_sink));
+            const int64_t ks = dk + 5, vs = dv + 3;
+            const std::vector<float> K = Random(static_cast<size_t>((n_max - 1) * ks + dk), rng);
+            const std::vector<float> V = Random(static_cast<size_t>((n_max - 1) * vs + dv), rng);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+            std::vector<std::vector<float>> q(static_cast<size_t>(rows)), o(static_cast<size_t>(rows));
+            std::vector<const float*> qp;
+            std::vector<float*> op;
+            std::vector<int64_t> nk, first;
+            std::vector<float> sink;
+            std::uniform_int_distribution<int64_t> pick(0, n_max);
+            std::uniform_real_distribution<float> logit(-3.0f, 3.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+              q[static_cast<size_t>(r)] = Random(static_cast<size_t>(dk), rng);
+              o[static_cast<size_t>(r)].assign(static_cast<size_t>(dv) + 1, kSentinel);
+              qp.push_back(q[static_cast<size_t>(r)].data());
+              op.push_back(o[static_cast<size_t>(r)].data());
+              const int64_t n = std::max<int64_t>(1, n_max - (rows - 1 - r) / 2);  // causal
+              nk.push_back(n);
+              // A window of 1..n keys, sometimes one ending on a block edge, sometimes empty.
+              const int64_t w = r % 7 == 3 ? 0 : r % 5 == 2 ? std::min<int64_t>(n, 64) : 1 + pick(rng) % n;
+              first.push_back(n - w);
+              sink.push_back(logit(rng));
+            }
+            std::vector<float> scratch(static_cast<size_t>(std::max(AttnBlockScratchFloats(rows, dk, dv), n_max)),
+                                       kSentinel);
+            const AttnBlockArgs a{.q = qp.data(), .n_keys = nk.data(), .o = op.data(), .rows = rows,
+                                  .K = K.data(), .k_stride = ks * 4, .V = V.data(), .v_stride = vs * 4,
+                                  .dk = dk, .dv = dv, .scale = scale, .scratch = scratch.data(),
+                                  .first_key = first.data(), .sink = with_sink ? sink.data() : nullptr};
+            k.block(a);
+            for (int64_t r = 0; r < rows; ++r) {
+              const auto ur = static_cast<size_t>(r);
+              const int64_t f = first[ur], n = nk[ur] - f;
+              std::vector<double> exact;
+              const double sum = ExactRow(qp[ur], K.data() + f * ks, V.data() + f * vs, ks, vs, n, dk, dv, scale, exact);
+              if (with_sink && n > 0) {
+                // The same softmax with one more logit: the values scale by sum / (sum + exp(sink - max)).
+                double mx = -1e300;
+                for (int64_t j = 0; j < n; ++j) {
+                  double dot = 0.0;
+                  for (int64_t i = 0; i < dk; ++i)
+                    dot += static_cast<double>(qp[ur][i]) * static_cast<double>(K[static_cast<size_t>((f + j) * ks + i)]);
+                  mx = std::max(mx, dot * static_cast<double>(scale));
+                }
+                const double extra = std::exp(static_cast<double>(sink[ur]) - mx);
+                for (double& x : exact) x *= sum / (sum + extra);
+              }
+              for (int64_t i = 0; i < dv; ++i)
+                ASSERT_NEAR(static_cast<double>(op[ur][i]), exact[static_cast<size_t>(i)],
+                            2e-6 * (1.0 + std::fabs(exact[static_cast<size_t>(i)])) * std::sqrt(static_cast<double>(dk)))
+                    << "row " << r << ": keys " << f << ".." << nk[ur] << ", value " << i;
+              ASSERT_EQ(op[ur][dv], kSentinel) << "wrote past o[dv)";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // 64 readable pages, then one that cannot be read: rows placed to end at the
 // boundary fault on any read past them.
 Result<GuardedMemory> MemoryBeforeAGuardPage() {
