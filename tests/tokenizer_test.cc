@@ -77,34 +77,51 @@ INSTANTIATE_TEST_SUITE_P(AllSharedVocabs, TokenizerConformance,
 // Pre-tokenizer names whose real vocabularies are not on this machine
 // (docs/tokenizer.md): a shared vocabulary rewritten under the name
 // (strata-make-gguf --vocab-from ... --pre NAME), tokenized by llama.cpp
-// (tests/tokenizer/NAME-on-VOCAB.out, made with the reference driver of
-// scripts/conformance-refs.sh: llama_ref --tokenize VOCAB.gguf CASES.inp)
-// and by Strata, case by case.
-TEST(PreTokenizerNames, Glm4MatchesLlamaCppOnTheLlamaBpeVocabulary) {
+// (tests/tokenizer/NAME-on-llama-bpe[.extra].out, made with the reference
+// driver of scripts/conformance-refs.sh: llama_ref --tokenize VOCAB CASES)
+// and by Strata, case by case: test-tokenizer-0's 46 cases and
+// tests/tokenizer/pretok-extra.inp (case splits, contractions, digits,
+// slashes, whitespace runs, marks, scripts).
+class PreTokenizerNames : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PreTokenizerNames, MatchLlamaCppOnTheLlamaBpeVocabulary) {
+  const std::string pre = GetParam();
   const std::string base = SharedFile(VocabPath("llama-bpe"));
   STRATA_REQUIRE_SHARED_FILE(base);
-  const std::string gguf = testing::ScratchDir("pretok_glm4") + "/glm4.gguf";
-  auto r = testing::RunProgram("strata-make-gguf", {"--vocab-from", base, "--pre", "glm4", "-o", gguf});
+  const std::string gguf = testing::ScratchDir("pretok_" + pre) + "/vocab.gguf";
+  auto r = testing::RunProgram("strata-make-gguf", {"--vocab-from", base, "--pre", pre, "-o", gguf});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto cases = testing::ReadTokenizerCases(base + ".inp",
-                                           std::string(STRATA_SOURCE_DIR) + "/tests/tokenizer/glm4-on-llama-bpe.out");
-  ASSERT_TRUE(cases.ok()) << cases.status().ToString();
   auto model = gguf::GgufModel::Open(gguf);
   ASSERT_TRUE(model.ok());
   std::vector<std::string> warnings;
   auto vocab = ImportVocab(*model, &warnings);
   ASSERT_TRUE(vocab.ok()) << vocab.status().ToString();
-  EXPECT_EQ(vocab->pre, "glm4");
+  EXPECT_EQ(vocab->pre, pre);
   auto tok = tokenizer::Tokenizer::Create(*vocab);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-  size_t passed = 0;
-  for (const auto& c : *cases) {
-    const std::vector<int32_t> got = tok->Encode(c.text, false, false);
-    if (got == c.ids) ++passed;
-    else ADD_FAILURE() << "\"" << Printable(c.text, 200) << "\"\n  expected " << IdsToString(c.ids) << "\n  got " << IdsToString(got);
+  const std::string dir = std::string(STRATA_SOURCE_DIR) + "/tests/tokenizer/";
+  size_t passed = 0, total = 0;
+  for (const auto& [inp, out] : {std::pair{base + ".inp", dir + pre + "-on-llama-bpe.out"},
+                                 {dir + "pretok-extra.inp", dir + pre + "-on-llama-bpe.extra.out"}}) {
+    auto cases = testing::ReadTokenizerCases(inp, out);
+    ASSERT_TRUE(cases.ok()) << cases.status().ToString();
+    for (const auto& c : *cases) {
+      ++total;
+      const std::vector<int32_t> got = tok->Encode(c.text, false, false);
+      if (got == c.ids) ++passed;
+      else ADD_FAILURE() << "\"" << Printable(c.text, 200) << "\"\n  expected " << IdsToString(c.ids) << "\n  got " << IdsToString(got);
+    }
   }
-  EXPECT_EQ(passed, 46u);
+  EXPECT_EQ(passed, total);
+  EXPECT_EQ(total, 58u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Names, PreTokenizerNames, ::testing::Values("glm4", "gpt-4o"), [](const auto& p) {
+  std::string n = p.param;
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+});
 
 // Decode(Encode(s)) gives s back for byte-level BPE (special texts included,
 // since they decode to their own text), and for SPM up to its space prefix.

@@ -66,6 +66,8 @@ const std::vector<PreTokenizerInfo> kPreTokenizers = {
     {"hunyuan",          K::kQwen2,         false, false, false, false, false},
     {"solar-open",       K::kQwen2,         false, false, false, false, false},
     {"qwen35",           K::kQwen35,        false, false, false, false, false},
+    {"gpt-4o",           K::kGpt4o,         false, false, false, false, false},
+    {"llama4",           K::kGpt4o,         false, false, false, false, false},
 };
 
 // The split expressions of each kind, in llama.cpp's order.
@@ -74,6 +76,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
   static constexpr Scanner kLlama3[] = {ScanLlama3};
   static constexpr Scanner kQwen2[] = {ScanQwen2};
   static constexpr Scanner kQwen35[] = {ScanQwen35};
+  static constexpr Scanner kGpt4o[] = {ScanGpt4o};
   static constexpr Scanner kDeepseekLlm[] = {ScanEachNewline,   ScanDeepseekLetters, ScanDeepseekPunct,
                                              ScanTrailingSpace, ScanDeepseekCjk,     ScanNumberRun};
   static constexpr Scanner kDeepseekCoder[] = {ScanEachNewline, ScanSpaceLetterRun, ScanSpacePunctRun,
@@ -86,6 +89,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
     case K::kLlama3: return kLlama3;
     case K::kQwen2: return kQwen2;
     case K::kQwen35: return kQwen35;
+    case K::kGpt4o: return kGpt4o;
     case K::kDeepseekLlm: return kDeepseekLlm;
     case K::kDeepseekCoder: return kDeepseekCoder;
     case K::kFalcon: return kFalcon;

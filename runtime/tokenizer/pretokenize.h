@@ -23,6 +23,7 @@ enum class PreTokenizerKind : uint8_t {
   kLlama3,         // llama-bpe / llama3: digits in groups of up to 3
   kQwen2,          // single digits
   kQwen35,         // qwen2 + combining marks stay inside letter runs
+  kGpt4o,          // o200k: case-split words, contractions attached, 1-3 digits
   kDeepseekLlm,
   kDeepseekCoder,
   kFalcon,

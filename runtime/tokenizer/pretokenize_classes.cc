@@ -172,3 +172,113 @@ void ScanDeepseekCjk(const CodepointText& t, size_t begin, size_t end, PieceLeng
 }
 
 }  // namespace strata::tokenizer
+
+namespace strata::tokenizer {
+namespace {
+
+// gpt-4o (o200k: gpt-oss, Llama 4), as llama.cpp writes it for std::regex:
+//   [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?
+//  |[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:...)?
+//  |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// "Upper" is a letter outside a-z and "lower" a letter outside A-Z: on the
+// collapsed text a non-ASCII letter is one stand-in byte, so it is both.
+// The alternatives are tried in order at each position, each with
+// ECMAScript's backtracking, which MatchGpt4o reproduces in closed form.
+class Gpt4o {
+ public:
+  Gpt4o(const CodepointText& t, size_t end) : t_(t), end_(end) {}
+
+  // The end of the match at pos, or pos when nothing matches there.
+  size_t MatchAt(size_t pos) const {
+    for (int alt = 0; alt < 2; ++alt)
+      for (int with_prefix = 1; with_prefix >= 0; --with_prefix) {
+        if (with_prefix && !Prefix(pos)) continue;
+        const size_t p = pos + with_prefix;
+        const size_t upper = Run(p, [this](size_t i) { return Upper(i); });
+        if (alt == 0) {  // upper* lower+: the longest upper run that leaves a lower letter after it
+          for (size_t k = upper + 1; k-- > 0;) {
+            const size_t q = p + k;
+            if (!Lower(q)) continue;
+            const size_t w = q + Run(q, [this](size_t i) { return Lower(i); });
+            return w + Contraction(w);
+          }
+        } else if (upper > 0) {  // upper+ lower*
+          const size_t q = p + upper;
+          const size_t w = q + Run(q, [this](size_t i) { return Lower(i); });
+          return w + Contraction(w);
+        }
+      }
+    if (Flags(pos).number()) {  // \p{N}{1,3}
+      size_t n = 0;
+      while (n < 3 && Flags(pos + n).number()) ++n;
+      return pos + n;
+    }
+    {  // " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+      const size_t p = pos + (Cp(pos) == ' ' && Punct(pos + 1) ? 1 : 0);
+      if (Punct(p)) {
+        size_t e = p + Run(p, [this](size_t i) { return Punct(i); });
+        while (e < end_ && (Cp(e) == '\r' || Cp(e) == '\n' || Cp(e) == '/')) ++e;
+        return e;
+      }
+    }
+    const size_t ws = Run(pos, [this](size_t i) { return Flags(i).whitespace(); });
+    if (ws == 0) return pos;
+    for (size_t j = ws; j-- > 0;)  // \s*[\r\n]+: up to the last newline of the run
+      if (Cp(pos + j) == '\r' || Cp(pos + j) == '\n') return pos + j + 1;
+    if (pos + ws == end_) return pos + ws;  // \s+(?!\S) at the end
+    if (ws >= 2) return pos + ws - 1;       // \s+(?!\S): leave one before the next non-space
+    return pos + ws;                        // \s+
+  }
+
+ private:
+  uint32_t Cp(size_t i) const { return i < end_ ? t_.cps[i] : 0; }
+  CodepointFlags Flags(size_t i) const { return i < end_ ? t_.flags[i] : CodepointFlags{}; }
+  bool Upper(size_t i) const { return Flags(i).letter() && !(Cp(i) >= 'a' && Cp(i) <= 'z'); }
+  bool Lower(size_t i) const { return Flags(i).letter() && !(Cp(i) >= 'A' && Cp(i) <= 'Z'); }
+  bool Punct(size_t i) const {
+    const CodepointFlags f = Flags(i);
+    return i < end_ && !f.whitespace() && !f.letter() && !f.number();
+  }
+  bool Prefix(size_t i) const {  // [^\r\n\p{L}\p{N}]
+    const CodepointFlags f = Flags(i);
+    return i < end_ && Cp(i) != '\r' && Cp(i) != '\n' && !f.letter() && !f.number();
+  }
+  template <typename F>
+  size_t Run(size_t i, F in) const {
+    size_t n = 0;
+    while (i + n < end_ && in(i + n)) ++n;
+    return n;
+  }
+  // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])? at i: its length.
+  size_t Contraction(size_t i) const {
+    if (Cp(i) != '\'') return 0;
+    auto lower = [](uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; };
+    const uint32_t a = lower(Cp(i + 1)), b = lower(Cp(i + 2));
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    return 0;
+  }
+
+  const CodepointText& t_;
+  size_t end_;
+};
+
+}  // namespace
+
+void ScanGpt4o(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  const Gpt4o re(t, end);
+  size_t gap_start = begin, pos = begin;
+  while (pos < end) {
+    const size_t match_end = re.MatchAt(pos);
+    if (match_end == pos) {
+      ++pos;
+      continue;
+    }
+    if (pos > gap_start) out->push_back(static_cast<uint32_t>(pos - gap_start));
+    out->push_back(static_cast<uint32_t>(match_end - pos));
+    pos = gap_start = match_end;
+  }
+  if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
+}
+
+}  // namespace strata::tokenizer

@@ -48,6 +48,8 @@ void ScanSpacePunctRun(const CodepointText& t, size_t begin, size_t end, PieceLe
 void ScanFalconPunctRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);  // [\p{P}\$\+<=>\^~\|`]+
 void ScanDefaultPunctRun(const CodepointText& t, size_t begin, size_t end, PieceLengths* out); // [\p{P}\$\+<=>\^~\|]+
 void ScanTrailingSpace(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);   // \s+$
+// gpt-4o's (o200k) expression, case-split words with contractions (pretokenize_classes.cc).
+void ScanGpt4o(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);
 // DeepSeek's literal character sets (see pretokenize_sets.cc).
 void ScanDeepseekLetters(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);  // \s?[A-Za-zµÀ-Ö...]+
 void ScanDeepseekPunct(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);    // \s?[!-/:-~！-／...]+
