@@ -19,6 +19,7 @@
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/reasoning.h"
 #include "runtime/grammar/grammar.h"
+#include "runtime/serve/harmony.h"
 #include "runtime/serve/tool_calls.h"
 #include "runtime/serve/chat_prompt.h"
 #include "runtime/serve/scheduler.h"
@@ -244,9 +245,89 @@ TEST(ToolCallTest, FormatsFollowTheTemplate) {
   EXPECT_EQ(ToolCallFormatOf(TemplateText("meta-llama-Llama-3.2-3B-Instruct")), ToolCallFormat::kLlama3);
   EXPECT_EQ(ToolCallFormatOf(TemplateText("google-gemma-2-2b-it")), ToolCallFormat::kNone);
   EXPECT_EQ(ToolCallFormatOf(TemplateText("GLM-4.6")), ToolCallFormat::kGlm);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("openai-gpt-oss-120b")), ToolCallFormat::kHarmony);
+  EXPECT_TRUE(IsHarmonyTemplate(TemplateText("openai-gpt-oss-120b")));
+  EXPECT_FALSE(IsHarmonyTemplate(TemplateText("Qwen3.5-4B")));
   EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-V3.1")), ToolCallFormat::kDeepSeek);
   // R1's TYPE<｜tool▁sep｜>NAME + ```json form is not one Strata reads.
   EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")), ToolCallFormat::kNone);
+}
+
+// gpt-oss's harmony output, streamed in any pieces: the analysis channel is
+// reasoning, a message to functions.NAME a tool call, final and commentary
+// without a recipient content; what is not harmony is content.
+TEST(HarmonyTest, ChannelsAndCallsInAnyPieces) {
+  auto stream = [](const std::string& text, bool tools, std::mt19937& rng) {
+    HarmonyStreamer h(tools);
+    HarmonyStreamer::Out all;
+    auto take = [&](HarmonyStreamer::Out o) {
+      all.reasoning += o.reasoning;
+      all.content += o.content;
+      for (auto& c : o.calls) all.calls.push_back(c);
+    };
+    for (size_t at = 0; at < text.size();) {
+      const size_t n = std::min<size_t>(text.size() - at, 1 + rng() % 7);
+      take(h.Push(std::string_view(text).substr(at, n)));
+      at += n;
+    }
+    take(h.Finish());
+    return all;
+  };
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 100; ++trial) {
+    auto a = stream("<|channel|>analysis<|message|>The user wants weather.<|end|><|start|>assistant<|channel|>final"
+                    "<|message|>It is sunny in Oslo.",
+                    true, rng);
+    EXPECT_EQ(a.reasoning, "The user wants weather.");
+    EXPECT_EQ(a.content, "It is sunny in Oslo.");
+    EXPECT_TRUE(a.calls.empty());
+    auto c = stream("<|channel|>analysis<|message|>Need a tool.<|end|><|start|>assistant<|channel|>commentary "
+                    "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}",
+                    true, rng);
+    EXPECT_EQ(c.reasoning, "Need a tool.");
+    EXPECT_EQ(c.content, "");
+    ASSERT_EQ(c.calls.size(), 1u);
+    EXPECT_EQ(c.calls[0].name, "get_weather");
+    EXPECT_EQ(c.calls[0].arguments, "{\"city\":\"Oslo\"}");
+    // The recipient in the role header, and a preamble on commentary first.
+    auto r = stream("<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant to=functions.f<|channel|>"
+                    "commentary json<|message|>{}",
+                    true, rng);
+    EXPECT_EQ(r.content, "Checking.");
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_EQ(r.calls[0].name, "f");
+    // Without tools a message to a function is content; a bad body is content.
+    auto no_tools = stream("<|channel|>commentary to=functions.f<|message|>{\"a\": 1}", false, rng);
+    EXPECT_EQ(no_tools.content, "{\"a\": 1}");
+    EXPECT_TRUE(no_tools.calls.empty());
+    auto bad = stream("<|channel|>commentary to=functions.f<|message|>{not json", true, rng);
+    EXPECT_EQ(bad.content, "{not json");
+    EXPECT_TRUE(bad.calls.empty());
+    auto plain = stream("Just text, no <|channel| markers.", true, rng);
+    EXPECT_EQ(plain.content, "Just text, no <|channel| markers.");
+    EXPECT_EQ(plain.reasoning, "");
+  }
+  // tool_choice "required": the grammar writes a call the way the template
+  // does after "<|start|>assistant", and the streamer reads it.
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {
+      "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+      "required": ["city"]}}}])");
+  auto text = ToolCallGrammar(ToolCallFormat::kHarmony, tools, "", false);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto g = grammar::Grammar::Parse(*text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string call = " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Oslo\"}";
+  grammar::Matcher mt(*g);
+  EXPECT_TRUE(mt.Accept(call) && mt.CanEnd()) << *text;
+  auto got = stream(call, true, rng);
+  ASSERT_EQ(got.calls.size(), 1u);
+  EXPECT_EQ(got.calls[0].arguments, "{\"city\":\"Oslo\"}");
+  // The request's reasoning_effort reaches the template.
+  ApiRequest r;
+  auto e = ParseApiRequest(ApiKind::kChat, R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high"})",
+                           SamplingParams{}, ApiLimits{}, &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.template_kwargs["reasoning_effort"], "high");
 }
 
 // Text streamed in pieces of 1-5 bytes.
@@ -533,6 +614,7 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"function","function":{"name":"a b"}}]})", "tools[0].function.name",
        "letters"},
       {ApiKind::kChat, "{" + m + R"(,"tool_choice":"required"})", "tool_choice", "'tools' is empty"},
+      {ApiKind::kChat, "{" + m + R"(,"reasoning_effort":"extreme"})", "reasoning_effort", "\"low\", \"medium\" or \"high\""},
       {ApiKind::kChat, "{" + m + R"(,"tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
        "tool_choice", "'f', which is not among the tools"},
       {ApiKind::kChat, "{" + m + R"(,"tool_choice":{"type":"function"}})", "tool_choice", "must be {"},

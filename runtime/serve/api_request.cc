@@ -581,6 +581,14 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
         out->template_kwargs[it.key()] = it.value();
       }
     }
+    // OpenAI's reasoning_effort reaches the template (gpt-oss's reads it).
+    if (const json* re = Field(j, "reasoning_effort"); re && !re->is_null()) {
+      const std::string e = re->is_string() ? re->get<std::string>() : "";
+      if (e != "low" && e != "medium" && e != "high")
+        return BadRequest("'reasoning_effort' must be \"low\", \"medium\" or \"high\"", "reasoning_effort",
+                          "invalid_value");
+      out->template_kwargs["reasoning_effort"] = e;
+    }
     if (const json* rf = Field(j, "reasoning_format"); rf && !rf->is_null()) {
       const std::string f = rf->is_string() ? rf->get<std::string>() : "";
       if (f != "none" && f != "auto" && f != "deepseek" && f != "deepseek-legacy")

@@ -1,4 +1,5 @@
 #include "runtime/serve/api_server.h"
+#include "runtime/serve/harmony.h"
 
 #include <chrono>
 #include <cstdio>
@@ -156,6 +157,8 @@ struct Choice {
   JobStats stats;
   // Tool calls in the answer (when the request has tools and the template a format).
   std::optional<ToolCallStreamer> tool_streamer;
+  // gpt-oss's harmony: channels (reasoning, content) and calls in one parser.
+  std::optional<HarmonyStreamer> harmony;
   std::vector<std::pair<std::string, ToolCall>> calls;  // id, call
 };
 
@@ -179,6 +182,25 @@ struct Exchange {
   // end, also what was held back.
   Delta Split(Choice& c, JobUpdate& u) {
     for (TokenLogprob& lp : u.logprobs) c.logprobs.push_back(std::move(lp));
+    if (c.harmony) {
+      HarmonyStreamer::Out h = c.harmony->Push(u.text);
+      if (u.done) {
+        HarmonyStreamer::Out tail = c.harmony->Finish();
+        h.reasoning += tail.reasoning;
+        h.content += tail.content;
+        for (ToolCall& call : tail.calls) h.calls.push_back(std::move(call));
+      }
+      Delta d;
+      d.reasoning = std::move(h.reasoning);
+      d.content = std::move(h.content);
+      d.first_new_call = c.calls.size();
+      for (ToolCall& call : h.calls) {
+        if (!parallel_tool_calls && !c.calls.empty()) continue;
+        c.calls.emplace_back(RandomId("call_"), std::move(call));
+      }
+      d.new_calls = c.calls.size() - d.first_new_call;
+      return d;
+    }
     ReasoningSplitter::Out out = c.splitter.Push(u.text);
     if (u.done) {
       ReasoningSplitter::Out tail = c.splitter.Finish();
@@ -850,7 +872,8 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     c.job = job;
     if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
       c.splitter = ReasoningSplitter(true, opens_thinking);
-    if (tools_active) c.tool_streamer.emplace(m.tool_format);
+    if (kind == ApiKind::kChat && m.harmony && ar.split_reasoning) c.harmony.emplace(tools_active);
+    else if (tools_active) c.tool_streamer.emplace(m.tool_format);
     x->choices.push_back(std::move(c));
   }
   if (ar.stream) return StreamAnswer(res, x);

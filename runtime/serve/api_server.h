@@ -52,6 +52,7 @@ struct ServingModel {
   size_t max_token_bytes = 1;
   // The tool-call format the pack's template teaches (kNone: tools are refused).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
+  bool harmony = false;  // the template speaks harmony (gpt-oss): channels, calls, reasoning in one format
   // The vocabulary as a trie of token bytes, for constrained sampling.
   std::shared_ptr<const grammar::TokenTrie> trie;
 };

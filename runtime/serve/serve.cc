@@ -30,6 +30,7 @@
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
 #include "runtime/serve/api_server.h"
+#include "runtime/serve/harmony.h"
 #include "runtime/serve/scheduler.h"
 #include "runtime/serve/serve_options.h"
 
@@ -214,6 +215,7 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
                    std::chrono::system_clock::now().time_since_epoch()).count();
   for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
   sm.tool_format = ToolCallFormatOf(parts.template_source);
+  sm.harmony = IsHarmonyTemplate(parts.template_source);
   sm.trie = std::make_shared<const grammar::TokenTrie>(parts.tok->TextPieces());
   return sm;
 }

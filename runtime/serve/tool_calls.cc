@@ -157,6 +157,9 @@ Result<std::vector<ToolCall>> ParseJsonCallList(std::string_view text) {
 }  // namespace
 
 ToolCallFormat ToolCallFormatOf(std::string_view source) {
+  if (source.find("<|channel|>") != std::string_view::npos &&
+      source.find("<|start|>assistant to=") != std::string_view::npos)
+    return ToolCallFormat::kHarmony;
   if (source.find("<tool_call>") != std::string_view::npos) {
     if (source.find("<arg_key>") != std::string_view::npos) return ToolCallFormat::kGlm;
     return source.find("<function=") != std::string_view::npos ? ToolCallFormat::kXml : ToolCallFormat::kJson;
@@ -182,6 +185,7 @@ Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
       if (calls.size() != 1) return InvalidArgument("more than one call");
       return calls[0];
     }
+    case ToolCallFormat::kHarmony: return InvalidArgument("harmony's calls are read by HarmonyStreamer");
     case ToolCallFormat::kNone: break;
   }
   return InvalidArgument("this template has no tool-call format");
@@ -340,6 +344,11 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
         }
       }
       body = seq + " " + GbnfLiteral("</tool_call>");
+    } else if (format == ToolCallFormat::kHarmony) {
+      auto args = b.AddSchema(params, name + "-args");
+      if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
+      // As the template writes a call after "<|start|>assistant" (where the generation prompt ends).
+      body = GbnfLiteral(" to=functions." + name + "<|channel|>commentary json<|message|>") + " " + *args;
     } else if (format == ToolCallFormat::kDeepSeek) {
       auto args = b.AddSchema(params, name + "-args");
       if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
@@ -398,6 +407,8 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
     case ToolCallFormat::kDeepSeek:
       return b.Text(GbnfLiteral(std::string(kDsListOpen)) + " " + (parallel ? any + " " + any + "*" : any) + " " +
                     GbnfLiteral(std::string(kDsListClose)));
+    case ToolCallFormat::kHarmony:
+      return b.Text(any);  // one call; <|call|> ends the generation
     case ToolCallFormat::kMistral:
       return b.Text("\"[TOOL_CALLS][\" " + any + (parallel ? " (\", \" " + any + ")*" : "") + " \"]\"");
     case ToolCallFormat::kLlama3:

@@ -29,7 +29,9 @@
 
 namespace strata::serve {
 
-enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek };
+// kHarmony: gpt-oss's messages to functions.NAME (runtime/serve/harmony.h
+// parses them, with its channels).
+enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek, kHarmony };
 
 // The format a chat template teaches (kNone: it has no tool calls Strata reads).
 ToolCallFormat ToolCallFormatOf(std::string_view template_source);

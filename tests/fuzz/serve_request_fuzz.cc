@@ -12,6 +12,7 @@
 
 #include "runtime/serve/api_request.h"
 #include "runtime/serve/reasoning.h"
+#include "runtime/serve/harmony.h"
 #include "runtime/serve/tool_calls.h"
 #include "runtime/serve/utf8_stream.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -65,6 +66,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ReasoningSplitter::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
     Check(w.reasoning + wt.reasoning == p1.reasoning + p2.reasoning + pt.reasoning);
     Check(w.content + wt.content == p1.content + p2.content + pt.content);
+  }
+  for (bool tools : {false, true}) {  // gpt-oss's harmony: the same promise
+    HarmonyStreamer a(tools), b(tools);
+    HarmonyStreamer::Out w = a.Push(body), wt = a.Finish();
+    HarmonyStreamer::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
+    Check(w.reasoning + wt.reasoning == p1.reasoning + p2.reasoning + pt.reasoning);
+    Check(w.content + wt.content == p1.content + p2.content + pt.content);
+    Check(w.calls.size() + wt.calls.size() == p1.calls.size() + p2.calls.size() + pt.calls.size());
+    for (const auto* out : {&w, &wt})
+      for (const ToolCall& c : out->calls) Check(!c.name.empty() && !c.arguments.empty() && c.arguments[0] == '{');
   }
   for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3,
                            ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek}) {
