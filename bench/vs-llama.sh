@@ -5,7 +5,8 @@
 #
 #   LLAMA_BENCH=/path/to/llama-bench bash bench/vs-llama.sh [BUILD_DIR] > vs-llama.txt
 #   STRATA_VS_MODELS="q3-q4km q3-q8 q36-q4km"   models (bench/e2e.sh's shapes; q3-q4km-12 and q36-q4km-12: 12 layers;
-#                                                glm-q4km: GLM-4.5-Air's shapes, 4 layers, the first dense)
+#                                                glm-q4km: GLM-4.5-Air's shapes, 4 layers, the first dense;
+#                                                oss-mxfp4: gpt-oss-20b's shapes, 4 layers, MXFP4 experts)
 #   STRATA_VS_TESTS="512:64:0 4096:32:0 0:32:4096"  prompt:generated:depth per test (llama-bench -p/-n/-d)
 #   STRATA_VS_ROUNDS=2  STRATA_VS_REPS=3  STRATA_VS_THREADS=2
 #   LLAMA_COMMIT=...  printed beside what llama-bench reports (a build from a tree without .git reports none)
@@ -46,6 +47,7 @@ model() {  # key -> "name|make-gguf args"
     q3-q4km-12)  echo "q3-12L-q4km|--preset qwen3-30b-a3b --layers 12 --mix q4_k_m ${TOK[*]}" ;;
     q36-q4km-12) echo "q36-12L-q4km|--arch qwen35moe --preset qwen36-35b-a3b --layers 3 --mix q4_k_m" ;;
     glm-q4km)    echo "glm-air-4L-q4km|--arch glm4moe --preset glm45-air --layers 4 --mix q4_k_m ${TOK[*]}" ;;
+    oss-mxfp4)   echo "oss20b-4L-mxfp4|--arch gpt-oss --preset gpt-oss-20b --layers 4 --mix mxfp4_moe" ;;
     *) echo "vs-llama: unknown model '$1'" >&2; exit 2 ;;
   esac
 }
