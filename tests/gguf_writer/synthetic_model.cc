@@ -416,7 +416,28 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     GgmlType type = spec.matrix_type;
     if (role == TensorRole::kFfnGateInp) type = spec.router_type;
     if (auto it = spec.type_by_role.find(role); it != spec.type_by_role.end()) type = it->second;
-    if (row % TypeInfo(type).block_elems != 0) type = GgmlType::kF16;  // shapes the type cannot hold
+    if (row % TypeInfo(type).block_elems != 0) {
+      // Rows the type cannot hold: llama-quantize's fallbacks for 256-value
+      // blocks (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, the 2-3 bit and
+      // i-quants -> IQ4_NL), F16 otherwise.
+      switch (type) {
+        case GgmlType::kQ4_K: type = GgmlType::kQ5_0; break;
+        case GgmlType::kQ5_K: type = GgmlType::kQ5_1; break;
+        case GgmlType::kQ6_K: type = GgmlType::kQ8_0; break;
+        case GgmlType::kQ2_K:
+        case GgmlType::kQ3_K:
+        case GgmlType::kIQ4_XS:
+        case GgmlType::kIQ3_S:
+        case GgmlType::kIQ2_XXS:
+        case GgmlType::kIQ2_XS:
+        case GgmlType::kIQ2_S:
+        case GgmlType::kIQ3_XXS:
+        case GgmlType::kIQ1_S:
+        case GgmlType::kIQ1_M: type = GgmlType::kIQ4_NL; break;
+        default: type = GgmlType::kF16; break;
+      }
+      if (row % TypeInfo(type).block_elems != 0) type = GgmlType::kF16;
+    }
     float scale = spec.weight_scale;
     if (role == TensorRole::kTokenEmbd) scale = 1.0f;  // embeddings are not normalized before the first norm
     std::vector<float> v = Normal(rng, count, 0.0f, scale);
