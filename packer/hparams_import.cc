@@ -31,6 +31,13 @@ constexpr UnsupportedKey kUnsupportedKeys[] = {
 
 std::string Describe(const Value& v) { return v.Describe(); }
 
+// Whether the architecture's spec reads `<arch>.key`.
+bool SpecReads(const ArchSpec& spec, std::string_view key) {
+  for (const HParamSpec& s : spec.hparams)
+    if (std::string_view(s.key) == key) return true;
+  return false;
+}
+
 class Importer {
  public:
   Importer(const gguf::GgufModel& m, Arch arch, const PackOptions& o, FixLog* log)
@@ -338,9 +345,7 @@ class Importer {
 
   void CheckUnsupportedKeys(const ArchSpec& spec) {
     for (const UnsupportedKey& u : kUnsupportedKeys) {
-      bool read = false;  // a key the spec reads is not unsupported
-      for (const HParamSpec& s : spec.hparams) read |= std::string_view(s.key) == u.suffix;
-      if (read) continue;
+      if (SpecReads(spec, u.suffix)) continue;  // a key the spec reads is not unsupported
       std::string key = arch_name_ + "." + u.suffix;
       const KeyValue* kv = m_.Find(key);
       if (!kv) continue;
@@ -394,16 +399,12 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
   }
   // The Qwen MoE architectures renormalize the top k always (llama.cpp passes
   // true); an architecture that lists expert_weights_norm reads it.
-  bool reads_norm = false;
-  for (const HParamSpec& s : spec.hparams) reads_norm |= std::string_view(s.key) == "expert_weights_norm";
-  if (!reads_norm) hp.expert_weights_norm = spec.has_experts();
+  if (!SpecReads(spec, "expert_weights_norm")) hp.expert_weights_norm = spec.has_experts();
   if (hp.nextn_predict_layers < hp.n_layer_all) hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
 
   // seeds/000: a missing nextn_predict_layers defaults to 0, which is only
   // right when the file has no MTP tensors.
-  bool reads_nextn = false;
-  for (const HParamSpec& s : spec.hparams) reads_nextn |= std::string_view(s.key) == "nextn_predict_layers";
-  if (reads_nextn && !model.Find(imp.Key("nextn_predict_layers")) &&
+  if (SpecReads(spec, "nextn_predict_layers") && !model.Find(imp.Key("nextn_predict_layers")) &&
       !imp.OverrideFor(imp.Key("nextn_predict_layers"))) {
     for (const auto& t : model.tensors()) {
       if (t.name.find(".nextn.") != std::string_view::npos) {

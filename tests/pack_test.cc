@@ -522,34 +522,18 @@ TEST(PackRefusals, SpecViolationsAreRefusedAndNothingIsWritten) {
   }
 }
 
-// glm4moe's keys and tensors are checked against its spec like every other
-// architecture's: each defect is refused naming the key or tensor and what
-// was expected, and nothing is written.
-TEST(PackRefusals, Glm4MoeSpecViolationsAreRefused) {
-  std::string dir = testing::ScratchDir("pack_refusals_glm");
-  testing::SyntheticModelSpec s;
-  s.arch = Arch::kGlm4Moe;
-  s.hp = testing::TinyGlm4MoeHParams();
-  struct Case {
-    const char* name;
-    std::function<void(testing::GgufBuilder&)> edit;
-    std::vector<std::string> expect;
-  } cases[] = {
-      {"missing_shared_count", [](testing::GgufBuilder& b) { b.Remove("glm4moe.expert_shared_count"); },
-       {"glm4moe.expert_shared_count", "required key missing"}},
-      {"gating_4", [](testing::GgufBuilder& b) { b.U32("glm4moe.expert_gating_func", 4); },
-       {"glm4moe.expert_gating_func", "expected 1 (softmax), 2 (sigmoid) or 3", "u32 4"}},
-      {"bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.exp_probs_b.bias", {4}); },
-       {"blk.1.exp_probs_b.bias", "expected [8 (n_expert)], found [4]"}},
-      {"q_bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.0.attn_q.bias", {256}); },
-       {"blk.0.attn_q.bias", "expected [512 (n_head*head_dim_k)], found [256]"}},
-      {"dense_lead_2", [](testing::GgufBuilder& b) { b.U32("glm4moe.leading_dense_block_count", 2); },
-       {"blk.1.ffn_gate.weight", "missing"}},
-      {"no_nextn_key", [](testing::GgufBuilder& b) { b.Remove("glm4moe.nextn_predict_layers"); },
-       {"glm4moe.nextn_predict_layers", "the file has MTP tensors"}},
-      {"mrope_sections", [](testing::GgufBuilder& b) { b.I32Array("glm4moe.rope.dimension_sections", {8, 8, 0, 0}); },
-       {"rope.dimension_sections", "M-RoPE"}},
-  };
+// An edit of a GGUF that the spec must refuse, and what the refusals say.
+struct ArchEdit {
+  const char* name;
+  std::function<void(testing::GgufBuilder&)> edit;
+  std::vector<std::string> expect;
+};
+
+// Each edit of the model `s` writes, packed: refused with every expected
+// text among the refusals (all of them: a dry run collects every one), and
+// nothing written.
+template <size_t N>
+void ExpectEveryEditRefused(const testing::SyntheticModelSpec& s, const ArchEdit (&cases)[N], const std::string& dir) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto b = testing::BuildSyntheticModel(s);
@@ -569,6 +553,33 @@ TEST(PackRefusals, Glm4MoeSpecViolationsAreRefused) {
     EXPECT_FALSE(PackFile(gguf, out).ok());
     EXPECT_FALSE(FileExists(out));
   }
+}
+
+// glm4moe's keys and tensors are checked against its spec like every other
+// architecture's: each defect is refused naming the key or tensor and what
+// was expected, and nothing is written.
+TEST(PackRefusals, Glm4MoeSpecViolationsAreRefused) {
+  std::string dir = testing::ScratchDir("pack_refusals_glm");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kGlm4Moe;
+  s.hp = testing::TinyGlm4MoeHParams();
+  const ArchEdit cases[] = {
+      {"missing_shared_count", [](testing::GgufBuilder& b) { b.Remove("glm4moe.expert_shared_count"); },
+       {"glm4moe.expert_shared_count", "required key missing"}},
+      {"gating_4", [](testing::GgufBuilder& b) { b.U32("glm4moe.expert_gating_func", 4); },
+       {"glm4moe.expert_gating_func", "expected 1 (softmax), 2 (sigmoid) or 3", "u32 4"}},
+      {"bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.exp_probs_b.bias", {4}); },
+       {"blk.1.exp_probs_b.bias", "expected [8 (n_expert)], found [4]"}},
+      {"q_bias_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.0.attn_q.bias", {256}); },
+       {"blk.0.attn_q.bias", "expected [512 (n_head*head_dim_k)], found [256]"}},
+      {"dense_lead_2", [](testing::GgufBuilder& b) { b.U32("glm4moe.leading_dense_block_count", 2); },
+       {"blk.1.ffn_gate.weight", "missing"}},
+      {"no_nextn_key", [](testing::GgufBuilder& b) { b.Remove("glm4moe.nextn_predict_layers"); },
+       {"glm4moe.nextn_predict_layers", "the file has MTP tensors"}},
+      {"mrope_sections", [](testing::GgufBuilder& b) { b.I32Array("glm4moe.rope.dimension_sections", {8, 8, 0, 0}); },
+       {"rope.dimension_sections", "M-RoPE"}},
+  };
+  ExpectEveryEditRefused(s, cases, dir);
   // The unbroken model packs, with the defaults it relied on recorded.
   auto b = testing::BuildSyntheticModel(s);
   ASSERT_TRUE(b.ok());
@@ -585,11 +596,7 @@ TEST(PackRefusals, GptOssSpecViolationsAreRefused) {
   testing::SyntheticModelSpec s;
   s.arch = Arch::kGptOss;
   s.hp = testing::TinyGptOssHParams();
-  struct Case {
-    const char* name;
-    std::function<void(testing::GgufBuilder&)> edit;
-    std::vector<std::string> expect;
-  } cases[] = {
+  const ArchEdit cases[] = {
       {"no_window", [](testing::GgufBuilder& b) { b.Remove("gpt-oss.attention.sliding_window"); },
        {"gpt-oss.attention.sliding_window", "required key missing"}},
       {"sinks_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.0.attn_sinks.weight", {4}); },
@@ -599,25 +606,7 @@ TEST(PackRefusals, GptOssSpecViolationsAreRefused) {
       {"swa_base", [](testing::GgufBuilder& b) { b.F32("gpt-oss.rope.freq_base_swa", 10000.0f); },
        {"gpt-oss.rope.freq_base_swa", "a RoPE base per layer kind"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto b = testing::BuildSyntheticModel(s);
-    ASSERT_TRUE(b.ok()) << b.status().message();
-    c.edit(*b);
-    const std::string gguf = dir + "/" + c.name + ".gguf", out = dir + "/" + c.name + ".strata";
-    ASSERT_TRUE(b->WriteFile(gguf).ok());
-    auto m = gguf::GgufModel::Open(gguf);
-    ASSERT_TRUE(m.ok());
-    PackOptions o;
-    o.dry_run = true;
-    auto rr = PackModel(*m, o);
-    std::string all = rr.ok() ? "" : rr.status().message();
-    if (rr.ok())
-      for (const auto& f : rr->log.refusals) all += f.location + ": " + f.message + "\n";
-    for (const auto& e : c.expect) EXPECT_THAT(all, HasSubstr(e));
-    EXPECT_FALSE(PackFile(gguf, out).ok());
-    EXPECT_FALSE(FileExists(out));
-  }
+  ExpectEveryEditRefused(s, cases, dir);
   auto b = testing::BuildSyntheticModel(s);
   ASSERT_TRUE(b.ok());
   b->F32("gpt-oss.rope.freq_base_swa", s.hp.rope_freq_base);  // the same base: accepted

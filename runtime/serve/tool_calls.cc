@@ -306,6 +306,42 @@ void ToolCallStreamer::RunToEnd(Out* out, bool final) {
   in_call_ = false;
 }
 
+namespace {
+
+// The argument items of a call written key by key (Qwen3.5's
+// <parameter=KEY>, GLM's <arg_key>): for each property of `params`, in order,
+// OPEN KEY AFTER_KEY VALUE CLOSE, optional unless required; string values as
+// raw text (`text_rule`: no '<'), other values as their schema's JSON.
+Result<std::string> ArgumentItems(grammar::GbnfBuilder& b, const std::string& name, const nlohmann::ordered_json& params,
+                                  const char* text_rule, const std::string& open, const std::string& after_key,
+                                  const std::string& close) {
+  using grammar::GbnfLiteral;
+  std::string seq;
+  const auto props = params.find("properties");
+  std::vector<std::string> required;
+  if (auto r = params.find("required"); r != params.end() && r->is_array())
+    for (const auto& k : *r)
+      if (k.is_string()) required.push_back(k.get<std::string>());
+  if (props == params.end() || !props->is_object()) return seq;
+  for (const auto& [key, schema] : props->items()) {
+    std::string value;
+    if (schema.is_object() && schema.value("type", "") == "string" && !schema.contains("enum") &&
+        !schema.contains("const")) {
+      value = b.AddRule(text_rule, "[^<]*");
+    } else {
+      auto v = b.AddSchema(schema, name + "-" + key);
+      if (!v.ok()) return v.status().WithContext("tools: " + name + ": parameters." + key);
+      value = *v;
+    }
+    const std::string item = "(" + GbnfLiteral(open + key + after_key) + " " + value + " " + GbnfLiteral(close) + ")";
+    const bool req = std::find(required.begin(), required.end(), key) != required.end();
+    seq += " " + item + (req ? "" : "?");
+  }
+  return seq;
+}
+
+}  // namespace
+
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel) {
   using grammar::GbnfLiteral;
@@ -320,29 +356,9 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
     std::string body;
     if (format == ToolCallFormat::kGlm) {
       // NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n: strings as raw text, others as JSON.
-      std::string seq = GbnfLiteral("<tool_call>" + name + "\n");
-      const auto props = params.find("properties");
-      std::vector<std::string> required;
-      if (auto r = params.find("required"); r != params.end() && r->is_array())
-        for (const auto& k : *r)
-          if (k.is_string()) required.push_back(k.get<std::string>());
-      if (props != params.end() && props->is_object()) {
-        for (const auto& [key, schema] : props->items()) {
-          std::string value;
-          if (schema.is_object() && schema.value("type", "") == "string" && !schema.contains("enum") &&
-              !schema.contains("const")) {
-            value = b.AddRule("glm-text", "[^<]*");
-          } else {
-            auto v = b.AddSchema(schema, name + "-" + key);
-            if (!v.ok()) return v.status().WithContext("tools: " + name + ": parameters." + key);
-            value = *v;
-          }
-          std::string item = "(" + GbnfLiteral("<arg_key>" + key + "</arg_key>\n<arg_value>") + " " + value + " " +
-                             GbnfLiteral("</arg_value>\n") + ")";
-          const bool req = std::find(required.begin(), required.end(), key) != required.end();
-          seq += " " + item + (req ? "" : "?");
-        }
-      }
+      auto items = ArgumentItems(b, name, params, "glm-text", "<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>\n");
+      if (!items.ok()) return items.status();
+      std::string seq = GbnfLiteral("<tool_call>" + name + "\n") + *items;
       body = seq + " " + GbnfLiteral("</tool_call>");
     } else if (format == ToolCallFormat::kHarmony) {
       auto args = b.AddSchema(params, name + "-args");
@@ -356,29 +372,9 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
              GbnfLiteral(std::string(kDsClose));
     } else if (format == ToolCallFormat::kXml) {
       // <parameter=KEY>\nVALUE\n</parameter>: strings as raw text, other values as JSON.
-      std::string seq = GbnfLiteral("<function=" + name + ">\n");
-      const auto props = params.find("properties");
-      std::vector<std::string> required;
-      if (auto r = params.find("required"); r != params.end() && r->is_array())
-        for (const auto& k : *r)
-          if (k.is_string()) required.push_back(k.get<std::string>());
-      if (props != params.end() && props->is_object()) {
-        for (const auto& [key, schema] : props->items()) {
-          std::string value;
-          if (schema.is_object() && schema.value("type", "") == "string" && !schema.contains("enum") &&
-              !schema.contains("const")) {
-            value = b.AddRule("xml-text", "[^<]*");
-          } else {
-            auto v = b.AddSchema(schema, name + "-" + key);
-            if (!v.ok()) return v.status().WithContext("tools: " + name + ": parameters." + key);
-            value = *v;
-          }
-          std::string item = "(" + GbnfLiteral("<parameter=" + key + ">\n") + " " + value + " " +
-                             GbnfLiteral("\n</parameter>\n") + ")";
-          const bool req = std::find(required.begin(), required.end(), key) != required.end();
-          seq += " " + item + (req ? "" : "?");
-        }
-      }
+      auto items = ArgumentItems(b, name, params, "xml-text", "<parameter=", ">\n", "\n</parameter>\n");
+      if (!items.ok()) return items.status();
+      std::string seq = GbnfLiteral("<function=" + name + ">\n") + *items;
       seq += " " + GbnfLiteral("</function>");
       body = GbnfLiteral("<tool_call>\n") + " " + seq + " " + GbnfLiteral("\n</tool_call>");
     } else {
