@@ -331,7 +331,8 @@ TEST(HarmonyTest, ChannelsAndCallsInAnyPieces) {
 }
 
 // Text streamed in pieces of 1-5 bytes.
-ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, std::mt19937& rng) {
+ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, std::mt19937& rng,
+                                     size_t max_piece = 5) {
   ToolCallStreamer s(f);
   ToolCallStreamer::Out all;
   auto take = [&](ToolCallStreamer::Out o) {
@@ -339,7 +340,7 @@ ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, 
     for (auto& c : o.calls) all.calls.push_back(c);
   };
   for (size_t at = 0; at < text.size();) {
-    const size_t n = std::min<size_t>(text.size() - at, 1 + rng() % 5);
+    const size_t n = std::min<size_t>(text.size() - at, 1 + rng() % max_piece);
     take(s.Push(std::string_view(text).substr(at, n)));
     at += n;
   }
@@ -393,6 +394,17 @@ TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
     ASSERT_EQ(ds.calls.size(), 2u);
     EXPECT_EQ(ds.calls[0].name, "a");
     EXPECT_EQ(ds.calls[1].arguments, "{}");
+    // A call that does not parse stays content, the list tokens inside it
+    // included, wherever the text was cut (a fuzzer finding: they used to be
+    // dropped from all of the text when it came whole).
+    for (size_t max_piece : {size_t{5}, size_t{1000}}) {
+      auto broken = StreamInPieces(ToolCallFormat::kDeepSeek,
+                                   "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>a<｜tool▁calls▁end｜>b<｜tool▁call▁end｜>"
+                                   "<｜tool▁calls▁end｜>",
+                                   rng, max_piece);
+      EXPECT_EQ(broken.content, "<｜tool▁call▁begin｜>a<｜tool▁calls▁end｜>b<｜tool▁call▁end｜>") << max_piece;
+      EXPECT_TRUE(broken.calls.empty());
+    }
     auto plain = StreamInPieces(ToolCallFormat::kDeepSeek, "No <｜tool calls here.", rng);
     EXPECT_EQ(plain.content, "No <｜tool calls here.");
     EXPECT_TRUE(plain.calls.empty());

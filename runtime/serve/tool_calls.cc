@@ -210,16 +210,21 @@ void ToolCallStreamer::Run(Out* out, bool final) {
   const std::string_view open_tag = ds ? kDsOpen : kOpen, close_tag = ds ? kDsClose : kClose;
   while (true) {
     if (!in_call_) {
-      if (ds)  // the tokens around the list of calls are not content
+      // The next tag, in order: a call's opening, or (DeepSeek) a token
+      // around the list of calls, which is not content. Only what comes
+      // before the first tag is read here, so where the text was cut into
+      // pieces cannot change what is content.
+      size_t open = pending_.find(open_tag), tag_size = open_tag.size();
+      bool list_token = false;
+      if (ds)
         for (std::string_view w : {kDsListOpen, kDsListClose})
-          for (size_t at; (at = pending_.find(w)) != std::string::npos;) pending_.erase(at, w.size());
-      const size_t open = pending_.find(open_tag);
+          if (const size_t at = pending_.find(w); at < open) open = at, tag_size = w.size(), list_token = true;
       if (open != std::string::npos) {
         // Whitespace between two calls is not content.
         if (calls_ == 0 || !Trim(std::string_view(pending_).substr(0, open)).empty())
           out->content.append(pending_, 0, open);
-        pending_.erase(0, open + open_tag.size());
-        in_call_ = true;
+        pending_.erase(0, open + tag_size);
+        in_call_ = !list_token;
         continue;
       }
       // Content, but not a partial "<tool_call" at the end; after a call,
