@@ -405,6 +405,15 @@ TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
       EXPECT_EQ(broken.content, "<｜tool▁call▁begin｜>a<｜tool▁calls▁end｜>b<｜tool▁call▁end｜>") << max_piece;
       EXPECT_TRUE(broken.calls.empty());
     }
+    // Bytes that are not UTF-8 make no call (its JSON could not be written).
+    for (ToolCallFormat f : {ToolCallFormat::kGlm, ToolCallFormat::kXml, ToolCallFormat::kDeepSeek}) {
+      const std::string text = f == ToolCallFormat::kGlm  ? "<tool_call>f\n<arg_key>a</arg_key><arg_value>\xff</arg_value></tool_call>"
+                               : f == ToolCallFormat::kXml ? "<tool_call><function=f><parameter=\xc3>1</parameter></function></tool_call>"
+                                                           : "<｜tool▁call▁begin｜>f\xe2<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
+      auto bad_bytes = StreamInPieces(f, text, rng);
+      EXPECT_TRUE(bad_bytes.calls.empty()) << text;
+      EXPECT_EQ(bad_bytes.content, text);
+    }
     auto plain = StreamInPieces(ToolCallFormat::kDeepSeek, "No <｜tool calls here.", rng);
     EXPECT_EQ(plain.content, "No <｜tool calls here.");
     EXPECT_TRUE(plain.calls.empty());

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/serve/text_scan.h"
+#include "runtime/serve/utf8_stream.h"
 
 namespace strata::serve {
 namespace {
@@ -57,7 +58,7 @@ void HarmonyStreamer::EndMessage(Out* out) {
     ToolCall call;
     call.name = recipient_.substr(recipient_.rfind('.') + 1);
     nlohmann::ordered_json args = nlohmann::ordered_json::parse(Trim(call_body_), nullptr, false);
-    if (!call.name.empty() && !args.is_discarded() && args.is_object()) {
+    if (!call.name.empty() && SanitizeUtf8(call.name) == call.name && !args.is_discarded() && args.is_object()) {
       call.arguments = args.dump();
       out->calls.push_back(std::move(call));
     } else {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/serve/text_scan.h"
+#include "runtime/serve/utf8_stream.h"
 
 namespace strata::serve {
 namespace {
@@ -174,6 +175,9 @@ ToolCallFormat ToolCallFormatOf(std::string_view source) {
 }
 
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
+  // A call's name and arguments go into JSON replies: bytes that are not
+  // UTF-8 make the text content, never a call (nor an exception in dump()).
+  if (SanitizeUtf8(inner) != inner) return InvalidArgument("the tool call is not valid UTF-8");
   switch (format) {
     case ToolCallFormat::kXml: return ParseXmlCall(inner);
     case ToolCallFormat::kGlm: return ParseGlmCall(inner);

@@ -19,6 +19,16 @@
 
 using strata::fuzz::Check;
 
+namespace {
+// What the server puts into a reply's tool_calls: a name, and arguments that
+// are a JSON object, both UTF-8.
+void CheckCall(const strata::serve::ToolCall& c) {
+  using strata::serve::SanitizeUtf8;
+  Check(!c.name.empty() && !c.arguments.empty() && c.arguments[0] == '{');
+  Check(SanitizeUtf8(c.name) == c.name && SanitizeUtf8(c.arguments) == c.arguments);
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::serve;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -75,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(w.content + wt.content == p1.content + p2.content + pt.content);
     Check(w.calls.size() + wt.calls.size() == p1.calls.size() + p2.calls.size() + pt.calls.size());
     for (const auto* out : {&w, &wt})
-      for (const ToolCall& c : out->calls) Check(!c.name.empty() && !c.arguments.empty() && c.arguments[0] == '{');
+      for (const ToolCall& c : out->calls) CheckCall(c);
   }
   for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3,
                            ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek}) {
@@ -85,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(w.content + wt.content == p1.content + p2.content + pt.content);
     Check(w.calls.size() + wt.calls.size() == p1.calls.size() + p2.calls.size() + pt.calls.size());
     for (const auto* out : {&w, &wt})
-      for (const ToolCall& c : out->calls) Check(!c.name.empty() && !c.arguments.empty() && c.arguments[0] == '{');
+      for (const ToolCall& c : out->calls) CheckCall(c);
   }
   return 0;
 }
