@@ -127,6 +127,37 @@ TEST(Jinja, ErrorsNameTheLineAndRaiseExceptionPassesItsMessage) {
   EXPECT_EQ(Render("{{ x.y.z }}|{{ x['k'] }}"), "|");  // undefined stays undefined
 }
 
+// Integers are exact 64-bit values: past 2^53 too, and a result past int64
+// is an error naming the line (a template is untrusted input), never
+// undefined behaviour (the sanitizer build runs this).
+TEST(Jinja, IntegersAreExactAndOverflowIsAnErrorNamingTheLine) {
+  EXPECT_EQ(Render("{{ 9007199254740993 + 0 }} {{ 9007199254740993 == 9007199254740992 }} "
+                   "{{ 9007199254740993 > 9007199254740992 }} {{ 9223372036854775807 - 1 }}"),
+            "9007199254740993 False True 9223372036854775806");
+  EXPECT_EQ(Render("{{ 3 ** 39 }} {{ (-2) ** 63 }} {{ -9223372036854775807 // -1 }} {{ 7 % -1 }} {{ 2 ** -1 }}"),
+            "4052555153018976267 -9223372036854775808 9223372036854775807 0 0.5");
+  const std::string too_big = "ERROR: chat template, line 2: integer overflow in ";
+  EXPECT_EQ(Render("\n{{ 9223372036854775807 + 1 }}"), too_big + "'+' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{{ -9223372036854775807 - 2 }}"), too_big + "'-' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{{ 4294967296 * 4294967296 }}"), too_big + "'*' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{{ 3 ** 40 }}"), too_big + "'**' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{% set m = -9223372036854775807 - 1 %}{{ m // -1 }}"), too_big + "'//' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{% set m = -9223372036854775807 - 1 %}{{ -m }}"), too_big + "'-' (integers are 64-bit here)");
+  EXPECT_EQ(Render("\n{% set m = -9223372036854775807 - 1 %}{{ m | abs }}"), "ERROR: chat template, line 2: integer overflow in abs");
+  EXPECT_EQ(Render("{% set m = -9223372036854775807 - 1 %}{{ m is divisibleby(-1) }}"), "True");
+  EXPECT_EQ(Render("{{ 1e300 | int }}"), "ERROR: chat template, line 1: int() 1e+300 does not fit a 64-bit integer");
+  EXPECT_EQ(Render("{{ 2.9 | int }} {{ -2.9 | int }} {{ [1, 2, 3][1.0] }}"), "2 -2 ");  // Jinja2: a float index is undefined
+  EXPECT_EQ(Render("{{ range(9223372036854775806, 9223372036854775807, 5) | list }} "
+                   "{{ [1, 2, 3][0:3:9223372036854775807] }}"),
+            "[9223372036854775806] [1]");
+  EXPECT_EQ(Render("{{ range(1e30) }}"), "ERROR: chat template, line 1: range() stop 1e+30 does not fit a 64-bit integer");
+  EXPECT_EQ(Render("{{ 'ab' * 9223372036854775807 }}"), "ERROR: chat template, line 1: string repetition too long");
+  EXPECT_EQ(Render("{{ {'a': 1} | tojson(indent=100000) }}"),
+            "ERROR: chat template, line 1: tojson indent 100000 is outside [0, 256]");
+  EXPECT_EQ(Render("{{ 'a\nb' | indent(1e30) }}"),
+            "ERROR: chat template, line 1: indent width 1e+30 does not fit a 64-bit integer");
+}
+
 TEST(ChatTemplates, TemplatesThatCannotServeAreRefusedAtLoad) {
   EXPECT_TRUE(ChatTemplate::FromPack("").ok());  // none: ChatML
   auto broken = ChatTemplate::FromPack("{% if messages %}");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
 
 namespace strata::jinja {
@@ -172,6 +173,56 @@ std::string FloatText(double d) {
   return t;
 }
 
+// The widest indent tojson(indent=N) and indent(N) take: a template's
+// number must not size an allocation.
+constexpr int kMaxIndent = 256;
+
+// Integers are exact 64-bit values. Python's do not overflow; here a result
+// or an argument past int64 is a template error naming the line, never
+// undefined behaviour (a chat template is untrusted input: it comes from a
+// GGUF file). Floats become integers by truncation, as Python's int() does.
+int64_t IntArg(const Value& v, int line, const std::string& what) {
+  if (v.kind == Value::Kind::kInt) return v.i;
+  if (v.kind == Value::Kind::kBool) return v.b ? 1 : 0;
+  if (v.kind == Value::Kind::kFloat) {
+    if (const std::optional<int64_t> x = ExactCast<int64_t>(std::trunc(v.f))) return *x;
+    throw Error(what + " " + FloatText(v.f) + " does not fit a 64-bit integer", line);
+  }
+  throw Error(what + " must be a number", line);
+}
+
+[[noreturn]] void Overflow(const std::string& op, int line) {
+  throw Error("integer overflow in '" + op + "' (integers are 64-bit here)", line);
+}
+int64_t CheckedAdd(int64_t p, int64_t q, int line) {
+  int64_t r;
+  if (__builtin_add_overflow(p, q, &r)) Overflow("+", line);
+  return r;
+}
+int64_t CheckedSub(int64_t p, int64_t q, const std::string& op, int line) {
+  int64_t r;
+  if (__builtin_sub_overflow(p, q, &r)) Overflow(op, line);
+  return r;
+}
+int64_t CheckedMul(int64_t p, int64_t q, int line) {
+  int64_t r;
+  if (__builtin_mul_overflow(p, q, &r)) Overflow("*", line);
+  return r;
+}
+
+// base ** exponent for exponent >= 0, exactly or an overflow error.
+int64_t IntPow(int64_t base, int64_t exponent, int line) {
+  int64_t r = 1;
+  bool overflow = false;
+  while (exponent > 0) {
+    if (exponent & 1) overflow |= __builtin_mul_overflow(r, base, &r);
+    exponent >>= 1;
+    if (exponent > 0) overflow |= __builtin_mul_overflow(base, base, &base);
+    if (overflow) Overflow("**", line);
+  }
+  return r;
+}
+
 void JsonString(const std::string& s, std::string* out) {
   *out += '"';
   for (unsigned char c : s) {
@@ -295,6 +346,7 @@ std::string Repr(const Value& v) {
 }
 
 bool Equal(const Value& x, const Value& y) {
+  if (x.kind == Value::Kind::kInt && y.kind == Value::Kind::kInt) return x.i == y.i;  // exact past 2^53
   if (x.is_number() && y.is_number()) return x.num() == y.num();
   if (x.kind == Value::Kind::kBool && y.is_number()) return x.num() == y.num();
   if (y.kind == Value::Kind::kBool && x.is_number()) return x.num() == y.num();
@@ -1419,7 +1471,8 @@ class Renderer {
         Value v = Eval(*e.kids[0]);
         if (!v.is_number() && v.kind != Value::Kind::kBool) throw Error("unary minus on " + Repr(v), e.line);
         if (e.op == Expr::Op::kPos) return v;
-        return v.kind == Value::Kind::kFloat ? Value::Float(-v.f) : Value::Int(-static_cast<int64_t>(v.num()));
+        if (v.kind == Value::Kind::kFloat) return Value::Float(-v.f);
+        return Value::Int(CheckedSub(0, IntArg(v, e.line, "operand"), "-", e.line));
       }
       case Expr::Op::kAnd: {
         Value a = Eval(*e.kids[0]);
@@ -1455,7 +1508,7 @@ class Renderer {
     }
     if ((v.is_array() || v.is_string()) && (key.kind == Value::Kind::kInt || key.kind == Value::Kind::kBool)) {
       const size_t size = v.is_array() ? v.a->size() : v.str().size();
-      const int64_t i = Index(static_cast<int64_t>(key.num()), size);
+      const int64_t i = Index(IntArg(key, line, "index"), size);
       if (i < 0 || static_cast<size_t>(i) >= size) return Value();
       if (v.is_array()) return (*v.a)[static_cast<size_t>(i)];
       return Value::Str(v.str().substr(static_cast<size_t>(i), 1));
@@ -1492,9 +1545,10 @@ class Renderer {
     const int64_t b = clamp(start, step > 0 ? 0 : size - 1);
     const int64_t en = clamp(stop, step > 0 ? size : -1);
     std::vector<int64_t> idx;
-    for (int64_t i = b; step > 0 ? i < en : i > en; i += step) {
+    for (int64_t i = b; step > 0 ? i < en : i > en;) {
       idx.push_back(i);
       Step(e.line);
+      if (__builtin_add_overflow(i, step, &i)) break;  // a step past int64 ends the slice
     }
     if (v.is_array()) {
       Value out = Value::List();
@@ -1519,7 +1573,8 @@ class Renderer {
     if (op == "*" && ((a.is_string() && b.kind == Value::Kind::kInt) || (b.is_string() && a.kind == Value::Kind::kInt))) {
       const std::string& s = a.is_string() ? a.str() : b.str();
       const int64_t n = a.is_string() ? b.i : a.i;
-      if (n > 0 && s.size() * static_cast<size_t>(n) > limits_.max_output) throw Error("string repetition too long", line);
+      if (n > 0 && !s.empty() && static_cast<uint64_t>(n) > limits_.max_output / s.size())
+        throw Error("string repetition too long", line);
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += s;
       return Value::Str(out);
@@ -1529,9 +1584,11 @@ class Renderer {
       throw Error("cannot apply '" + op + "' to " + Repr(a).substr(0, 60) + " and " + Repr(b).substr(0, 60), line);
     const bool ints = a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
     const double x = a.num(), y = b.num();
-    if (op == "+") return ints ? Value::Int(static_cast<int64_t>(x) + static_cast<int64_t>(y)) : Value::Float(x + y);
-    if (op == "-") return ints ? Value::Int(static_cast<int64_t>(x) - static_cast<int64_t>(y)) : Value::Float(x - y);
-    if (op == "*") return ints ? Value::Int(static_cast<int64_t>(x) * static_cast<int64_t>(y)) : Value::Float(x * y);
+    // Integer operands stay integers, never through a double (2^53 and up).
+    const int64_t p = ints ? IntArg(a, line, "operand") : 0, q = ints ? IntArg(b, line, "operand") : 0;
+    if (op == "+") return ints ? Value::Int(CheckedAdd(p, q, line)) : Value::Float(x + y);
+    if (op == "-") return ints ? Value::Int(CheckedSub(p, q, op, line)) : Value::Float(x - y);
+    if (op == "*") return ints ? Value::Int(CheckedMul(p, q, line)) : Value::Float(x * y);
     if (op == "/") {
       if (y == 0) throw Error("division by zero", line);
       return Value::Float(x / y);
@@ -1539,7 +1596,10 @@ class Renderer {
     if (op == "//" || op == "%") {
       if (y == 0) throw Error("division by zero", line);
       if (ints) {
-        const int64_t p = static_cast<int64_t>(x), q = static_cast<int64_t>(y);
+        if (q == -1) {  // p // -1 is -p (the one quotient that can overflow); p % -1 is 0
+          if (op == "%") return Value::Int(0);
+          return Value::Int(CheckedSub(0, p, op, line));
+        }
         int64_t d = p / q, m = p % q;
         if (m != 0 && ((m < 0) != (q < 0))) {
           --d;
@@ -1550,7 +1610,7 @@ class Renderer {
       const double d = std::floor(x / y);
       return Value::Float(op == "//" ? d : x - d * y);
     }
-    if (op == "**") return ints && y >= 0 ? Value::Int(static_cast<int64_t>(std::pow(x, y))) : Value::Float(std::pow(x, y));
+    if (op == "**") return ints && q >= 0 ? Value::Int(IntPow(p, q, line)) : Value::Float(std::pow(x, y));
     throw Error("unknown operator " + op, line);
   }
 
@@ -1576,7 +1636,10 @@ class Renderer {
     if (op == "not in") return !Contains(b, a, line);
     int c = 0;
     if ((a.is_number() || a.kind == Value::Kind::kBool) && (b.is_number() || b.kind == Value::Kind::kBool)) {
-      c = a.num() < b.num() ? -1 : a.num() > b.num() ? 1 : 0;
+      if (a.kind == Value::Kind::kInt && b.kind == Value::Kind::kInt)  // exact past 2^53
+        c = a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+      else
+        c = a.num() < b.num() ? -1 : a.num() > b.num() ? 1 : 0;
     } else if (a.is_string() && b.is_string()) {
       c = a.str().compare(b.str());
     } else {
@@ -1645,7 +1708,7 @@ class Renderer {
     if (name == "pop")
       return Value::Func([arr](Args& a) {
         if (arr->empty()) throw Error("pop from an empty list", a.line);
-        int64_t i = a.pos.empty() ? -1 : static_cast<int64_t>(a.pos[0].num());
+        int64_t i = a.pos.empty() ? -1 : IntArg(a.pos[0], a.line, "pop index");
         i = Index(i, arr->size());
         if (i < 0 || static_cast<size_t>(i) >= arr->size()) throw Error("pop index out of range", a.line);
         Value out = (*arr)[static_cast<size_t>(i)];
@@ -1800,7 +1863,13 @@ class Renderer {
     if (name == "tojson") {
       const Value* ind = a.Get(0, "indent");
       std::string out;
-      ToJson(v, ind && ind->kind == Value::Kind::kInt ? static_cast<int>(ind->i) : -1, 0, &out);
+      int indent = -1;
+      if (ind && ind->kind == Value::Kind::kInt) {
+        if (ind->i < 0 || ind->i > kMaxIndent)
+          throw Error(StrFormat("tojson indent %lld is outside [0, %d]", static_cast<long long>(ind->i), kMaxIndent), line);
+        indent = static_cast<int>(ind->i);
+      }
+      ToJson(v, indent, 0, &out);
       return Value::Str(out);
     }
     if (name == "trim") return Value::Str(StripChars(Str(v), a.Get(0, "chars"), true, true));
@@ -1897,7 +1966,7 @@ class Renderer {
     }
     if (name == "int") {
       if (v.kind == Value::Kind::kInt) return v;
-      if (v.is_number() || v.kind == Value::Kind::kBool) return Value::Int(static_cast<int64_t>(v.num()));
+      if (v.is_number() || v.kind == Value::Kind::kBool) return Value::Int(IntArg(v, line, "int()"));
       if (v.is_string()) {
         int64_t x = 0;
         auto [p, ec] = std::from_chars(v.str().data(), v.str().data() + v.str().size(), x);
@@ -1911,7 +1980,11 @@ class Renderer {
       return Value::Float(0);
     }
     if (name == "abs") {
-      if (v.kind == Value::Kind::kInt) return Value::Int(v.i < 0 ? -v.i : v.i);
+      if (v.kind == Value::Kind::kInt) {
+        int64_t r = v.i;
+        if (v.i < 0 && __builtin_sub_overflow(int64_t{0}, v.i, &r)) throw Error("integer overflow in abs", line);
+        return Value::Int(r);
+      }
       return Value::Float(std::fabs(v.num()));
     }
     if (name == "round") {
@@ -1989,7 +2062,13 @@ class Renderer {
       const Value* w = a.Get(0, "width");
       const Value* first = a.Get(1, "first");
       const Value* blank = a.Get(2, "blank");
-      const std::string pad = w && w->is_string() ? w->str() : std::string(w ? static_cast<size_t>(std::max(0.0, w->num())) : 4, ' ');
+      std::string pad = w && w->is_string() ? w->str() : std::string(4, ' ');
+      if (w && !w->is_string()) {
+        const int64_t width = IntArg(*w, line, "indent width");
+        if (width > kMaxIndent)
+          throw Error(StrFormat("indent width %lld is past %d", static_cast<long long>(width), kMaxIndent), line);
+        pad.assign(static_cast<size_t>(std::max<int64_t>(0, width)), ' ');
+      }
       std::string s = Str(v), out;
       size_t k = 0;
       bool first_line = true;
@@ -2057,7 +2136,7 @@ class Renderer {
     if (name == "divisibleby") {
       if (a.pos.empty() || v.kind != Value::Kind::kInt || a.pos[0].kind != Value::Kind::kInt || a.pos[0].i == 0)
         return false;
-      return v.i % a.pos[0].i == 0;
+      return a.pos[0].i == -1 || v.i % a.pos[0].i == 0;  // INT64_MIN % -1 overflows
     }
     if (name == "lower") return v.is_string() && Str(v) == ApplyFilter("lower", v, a).str();
     if (name == "upper") return v.is_string() && Str(v) == ApplyFilter("upper", v, a).str();
@@ -2086,17 +2165,18 @@ Value Globals(const nlohmann::ordered_json& context, int64_t fixed_time) {
   Value g = Value::Dict();
   g.o->Set("range", Value::Func([](Args& a) {
              int64_t start = 0, stop = 0, step = 1;
-             if (a.pos.size() == 1) stop = static_cast<int64_t>(a.pos[0].num());
+             if (a.pos.size() == 1) stop = IntArg(a.pos[0], a.line, "range() stop");
              else if (a.pos.size() >= 2) {
-               start = static_cast<int64_t>(a.pos[0].num());
-               stop = static_cast<int64_t>(a.pos[1].num());
-               if (a.pos.size() >= 3) step = static_cast<int64_t>(a.pos[2].num());
+               start = IntArg(a.pos[0], a.line, "range() start");
+               stop = IntArg(a.pos[1], a.line, "range() stop");
+               if (a.pos.size() >= 3) step = IntArg(a.pos[2], a.line, "range() step");
              }
              if (step == 0) throw Error("range() step must not be zero", a.line);
              Value out = Value::List();
-             for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
+             for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
                if (out.a->size() >= 1'000'000) throw Error("range() longer than 1,000,000", a.line);
                out.a->push_back(Value::Int(k));
+               if (__builtin_add_overflow(k, step, &k)) break;  // the next value is past int64: past stop too
              }
              return out;
            }));
