@@ -295,8 +295,9 @@ TEST(TokenMask, MatchesTheReferenceOnRandomVocabularies) {
 }
 
 TEST(TokenMask, MatchesTheReferenceOnQwen2Vocabulary) {
+  STRATA_REQUIRE_SHARED_FILE(strata::testing::SharedFile("tokenizer/ggml-vocab-qwen2.gguf"));
   auto tok = strata::testing::SharedTokenizer("tokenizer/ggml-vocab-qwen2.gguf");
-  if (!tok.ok()) GTEST_SKIP() << tok.status().message();
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
   auto trie = std::make_shared<const TokenTrie>(tok->TextPieces());
   auto g = MustParse(kJsonGrammar);
   ASSERT_TRUE(g);

@@ -193,7 +193,7 @@ class PackCorruption : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = testing::SharedFile("conformance/stories260k-q8_0.gguf");
-    if (!FileExists(path_)) GTEST_SKIP() << "needs " << path_;
+    STRATA_REQUIRE_SHARED_FILE(path_);
     dir_ = testing::ScratchDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
     good_ = dir_ + "/good.strata";
     auto r = PackFile(path_, good_);

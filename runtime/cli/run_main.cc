@@ -20,6 +20,7 @@
 #include "runtime/base/platform.h"
 #include "runtime/base/strings.h"
 #include "runtime/chat/chat_template.h"
+#include "runtime/serve/chat_prompt.h"
 #include "runtime/cli/run_options.h"
 #include "runtime/experts/routing_trace.h"
 #include "runtime/memory/load_run.h"
@@ -288,7 +289,8 @@ int Chat(const Model& model, Backend& backend, const tokenizer::Tokenizer& tok, 
       STRATA_RETURN_IF_ERROR(state->Clear());
       rendered_so_far.clear();
     }
-    *ids = tok.Encode(std::string_view(full).substr(rendered_so_far.size()), false, /*parse_special=*/true);
+    // Special-token text a user types stays text (the server's rule).
+    STRATA_ASSIGN_OR_RETURN(*ids, serve::EncodeRenderedChat(tok, full, history, rendered_so_far.size()));
     if (rendered_so_far.empty() && vocab.add_bos && vocab.special.bos != tokenizer::kNoToken &&
         (ids->empty() || ids->front() != vocab.special.bos))
       ids->insert(ids->begin(), vocab.special.bos);
@@ -330,7 +332,9 @@ int Chat(const Model& model, Backend& backend, const tokenizer::Tokenizer& tok, 
     auto closed = tmpl->Render(history, false);
     if (!closed.ok()) return Fail(closed.status());
     if (closed->compare(0, rendered_so_far.size(), rendered_so_far) != 0) continue;  // next turn starts afresh
-    std::vector<int32_t> tail_ids = tok.Encode(std::string_view(*closed).substr(rendered_so_far.size()), false, true);
+    auto tail = serve::EncodeRenderedChat(tok, *closed, history, rendered_so_far.size());
+    if (!tail.ok()) return Fail(tail.status());
+    const std::vector<int32_t>& tail_ids = *tail;
     if (state->n_past + static_cast<int64_t>(tail_ids.size()) > state->n_ctx) break;
     std::vector<float> unused;
     if (!tail_ids.empty()) {

@@ -57,15 +57,6 @@ KernelSupport KernelSupportAt(Placement p, GgmlType type, IsaLevel isa) {
   return PlacementBuilt(p) ? GpuKernelSupport(type) : KernelSupport::kNone;
 }
 
-std::string_view KernelSupportName(KernelSupport s) {
-  switch (s) {
-    case KernelSupport::kNone: return "none";
-    case KernelSupport::kSlow: return "slow";
-    case KernelSupport::kFast: return "fast";
-  }
-  return "unknown";
-}
-
 KernelSupport CpuKernelSupport(GgmlType type, IsaLevel isa) {
   const std::vector<GgmlType>& hook = KernelLessTypes();
   if (std::find(hook.begin(), hook.end(), type) != hook.end()) return KernelSupport::kNone;

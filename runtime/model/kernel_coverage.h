@@ -48,7 +48,6 @@ inline constexpr IsaLevel kBaselineServingIsa = IsaLevel::kAvx2;
 inline constexpr const char* kScalarKernelSlowdown = "3-12x slower in decode (13-39x in prefill) than";
 
 enum class KernelSupport : uint8_t { kNone = 0, kSlow = 1, kFast = 2 };
-std::string_view KernelSupportName(KernelSupport s);  // "none", "slow", "fast"
 
 // What the CPU backend has for `type` at `isa` in this build.
 KernelSupport CpuKernelSupport(GgmlType type, IsaLevel isa = kBaselineServingIsa);

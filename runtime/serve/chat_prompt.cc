@@ -1,5 +1,6 @@
 #include "runtime/serve/chat_prompt.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -26,11 +27,8 @@ const std::string* SpecialTextIn(const std::vector<const std::string*>& specials
 
 }  // namespace
 
-Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
-                                              const std::vector<ChatMessage>& messages,
-                                              const nlohmann::ordered_json& extra, std::string* rendered) {
-  STRATA_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, /*add_generation_prompt=*/true, extra));
-  if (rendered) *rendered = text;
+Result<std::vector<int32_t>> EncodeRenderedChat(const tokenizer::Tokenizer& tok, const std::string& text,
+                                                const std::vector<ChatMessage>& messages, size_t from) {
   // Spans of the rendered text that are message content holding special-token text.
   std::vector<std::pair<size_t, size_t>> protect;
   const std::vector<const std::string*> specials = ControlTexts(tok);  // one pass over the vocabulary
@@ -52,18 +50,28 @@ Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, c
     cursor = at + content.size();
   }
   std::vector<int32_t> ids;
-  size_t pos = 0;
+  size_t pos = std::min(from, text.size());
   auto add = [&](size_t b, size_t e, bool parse_special) {
+    b = std::max(b, pos);
     if (e <= b) return;
     std::vector<int32_t> part = tok.Encode(std::string_view(text).substr(b, e - b), false, parse_special);
     ids.insert(ids.end(), part.begin(), part.end());
+    pos = e;
   };
   for (const auto& [b, e] : protect) {
     add(pos, b, true);
     add(b, e, false);
-    pos = e;
   }
   add(pos, text.size(), true);
+  return ids;
+}
+
+Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, const ChatTemplate& tmpl,
+                                              const std::vector<ChatMessage>& messages,
+                                              const nlohmann::ordered_json& extra, std::string* rendered) {
+  STRATA_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, /*add_generation_prompt=*/true, extra));
+  if (rendered) *rendered = text;
+  STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, EncodeRenderedChat(tok, text, messages));
   // The vocabulary's BOS, unless the template wrote it.
   const tokenizer::Vocab& v = tok.vocab();
   if (v.add_bos && v.special.bos != tokenizer::kNoToken && (ids.empty() || ids.front() != v.special.bos))

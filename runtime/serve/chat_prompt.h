@@ -29,4 +29,11 @@ Result<std::vector<int32_t>> ChatPromptTokens(const tokenizer::Tokenizer& tok, c
                                               const nlohmann::ordered_json& extra = nullptr,
                                               std::string* rendered = nullptr);
 
+// The ids of text[from:], where `text` is `messages` as the template
+// rendered them: the same protection of message content, for a caller that
+// runs a conversation turn by turn and has the text before `from` in its
+// state already (strata-run --chat). No BOS is added.
+Result<std::vector<int32_t>> EncodeRenderedChat(const tokenizer::Tokenizer& tok, const std::string& text,
+                                                const std::vector<ChatMessage>& messages, size_t from = 0);
+
 }  // namespace strata::serve
