@@ -60,5 +60,61 @@ TEST(Sampler, ArgmaxIsTheFirstLargestLogit) {
   EXPECT_EQ(Sampler::Argmax(nan_first), 0);
 }
 
+// logit_bias is added before anything else; -infinity bans a token, in the
+// greedy and the sampled paths alike, and a ban of every candidate is -1.
+TEST(Sampler, LogitBiasShiftsAndBans) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.5f};
+  const float ban = -std::numeric_limits<float>::infinity();
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(Sampler(greedy).Sample(logits, {}), 1);
+  greedy.logit_bias = {{2, 1.5f}};  // 2 + 1.5 > 3
+  EXPECT_FALSE(greedy.IsPlainArgmax());
+  EXPECT_EQ(Sampler(greedy).Sample(logits, {}), 2);
+  greedy.logit_bias = {{1, ban}, {2, ban}, {99, 100.0f}};  // an id past the logits is ignored
+  EXPECT_EQ(Sampler(greedy).Sample(logits, {}), 0);
+  greedy.logit_bias = {{0, ban}, {1, ban}, {2, ban}, {3, ban}};
+  EXPECT_EQ(Sampler(greedy).Sample(logits, {}), -1);
+  SamplingParams hot;
+  hot.temperature = 5;
+  hot.top_k = 0;
+  hot.min_p = 0;
+  hot.top_p = 1;
+  hot.logit_bias = {{1, ban}, {3, ban}};
+  Sampler s(hot);
+  std::vector<int> seen(4);
+  for (int i = 0; i < 400; ++i) seen[static_cast<size_t>(s.Sample(logits, {}))]++;
+  EXPECT_EQ(seen[1] + seen[3], 0);
+  EXPECT_GT(seen[0], 0);
+  EXPECT_GT(seen[2], 0);
+  hot.logit_bias = {{0, ban}, {1, ban}, {2, ban}, {3, ban}};
+  EXPECT_EQ(Sampler(hot).Sample(logits, {}), -1);
+  SamplingParams bad;
+  bad.logit_bias = {{1, std::numeric_limits<float>::infinity()}};
+  EXPECT_FALSE(bad.Validate().ok());
+  bad.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(bad.Validate().ok());
+}
+
+// penalty_last_n: the penalties count the last N generated tokens only; 0
+// turns them off; -1 counts all of them.
+TEST(Sampler, PenaltiesCountTheLastNTokens) {
+  const std::vector<float> logits = {2.0f, 1.9f, 0.0f};
+  SamplingParams p;
+  p.temperature = 0;
+  p.repeat_penalty = 2;  // token 0: 2 -> 1, below token 1's 1.9 when counted
+  const std::vector<int32_t> history = {0, 2, 2};
+  p.penalty_last_n = -1;
+  EXPECT_EQ(Sampler(p).Sample(logits, history), 1);
+  p.penalty_last_n = 3;
+  EXPECT_EQ(Sampler(p).Sample(logits, history), 1);
+  p.penalty_last_n = 2;  // token 0 is older than the last two
+  EXPECT_EQ(Sampler(p).Sample(logits, history), 0);
+  p.penalty_last_n = 0;  // off
+  EXPECT_EQ(Sampler(p).Sample(logits, history), 0);
+  p.penalty_last_n = -2;
+  EXPECT_FALSE(p.Validate().ok());
+}
+
 }  // namespace
 }  // namespace strata

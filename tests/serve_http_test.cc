@@ -913,6 +913,66 @@ TEST_F(ServeHttpTest, ChoicesShareThePromptAndLogprobsAreReported) {
   EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
 }
 
+// logit_bias bans and favours tokens (by id, and llama-server's text keys),
+// penalty_last_n is taken, and n_probs reports the top N at each step.
+TEST_F(ServeHttpTest, LogitBiasNProbsAndThePenaltyWindowAreHonoured) {
+  ASSERT_NO_FATAL_FAILURE(Start({}));
+  auto complete = [&](const std::string& extra) {
+    auto r = Post("/v1/completions", R"({"prompt":"Once upon","max_tokens":3,"temperature":0,"ignore_eos":true)" +
+                                         extra + "}");
+    EXPECT_TRUE(r);
+    if (!r) return json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body, nullptr, false);
+  };
+  auto text_of = [&](int id) {
+    auto d = Post("/detokenize", json({{"tokens", {id}}}).dump());
+    EXPECT_TRUE(d);
+    return d ? json::parse(d->body)["content"].get<std::string>() : std::string();
+  };
+  // Two tokens whose text reads back as that one token.
+  std::vector<int> round_trip;
+  for (int id = 3; id < 400 && round_trip.size() < 2; ++id) {
+    const std::string text = text_of(id);
+    if (text.empty()) continue;
+    auto t = Post("/tokenize", json({{"content", text}, {"parse_special", false}}).dump());
+    ASSERT_TRUE(t);
+    if (json::parse(t->body)["tokens"] == json::array({id})) round_trip.push_back(id);
+  }
+  ASSERT_EQ(round_trip.size(), 2u);
+  const int x = round_trip[0], y = round_trip[1];
+  const std::string xs = std::to_string(x), ys = std::to_string(y);
+  // Favoured: +100 on X (+99 on Y) makes every greedy step choose X.
+  EXPECT_EQ(complete(R"(,"logit_bias":{")" + xs + R"(":100,")" + ys + R"(":99})")["choices"][0]["text"],
+            text_of(x) + text_of(x) + text_of(x));
+  // X banned, by id (llama-server's false) or by its text: Y, every step.
+  const std::string yyy = text_of(y) + text_of(y) + text_of(y);
+  EXPECT_EQ(complete(R"(,"logit_bias":[[)" + xs + ",100],[" + ys + ",99],[" + xs + ",false]]")["choices"][0]["text"], yyy);
+  EXPECT_EQ(complete(R"(,"logit_bias":[[)" + xs + ",100],[" + ys + ",99],[" + json(text_of(x)).dump() + ",false]]")
+                ["choices"][0]["text"],
+            yyy);
+  // OpenAI's -100 on X leaves X at 0: Y (+99) wins.
+  EXPECT_EQ(complete(R"(,"logit_bias":{")" + xs + R"(":-100,")" + ys + R"(":99})")["choices"][0]["text"], yyy);
+  // n_probs: the top 3 at each step (the chat form lists them by token: the
+  // legacy form keys them by text, and byte pieces of one character share
+  // one key); the penalty window is accepted with a penalty on.
+  auto chat = Post("/v1/chat/completions",
+                   ChatBody("Hi", R"("n_probs":3,"temperature":0,"max_tokens":3,"ignore_eos":true,)"
+                                  R"("repeat_penalty":1.3,"penalty_last_n":2)"));
+  ASSERT_TRUE(chat);
+  ASSERT_EQ(chat->status, 200) << chat->body;
+  const json content = json::parse(chat->body)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u) << chat->body;
+  for (const json& e : content) EXPECT_EQ(e["top_logprobs"].size(), 3u) << chat->body;
+  const json legacy = complete(R"(,"n_probs":3)");
+  const json& top0 = legacy["choices"][0]["logprobs"]["top_logprobs"][0];
+  ASSERT_GE(top0.size(), 1u) << legacy.dump();
+  // The chosen (greedy) token's logprob is the best of its step's alternatives.
+  double best = -1e30;
+  for (const auto& [k, v] : top0.items()) best = std::max(best, v.get<double>());
+  EXPECT_NEAR(best, legacy["choices"][0]["logprobs"]["token_logprobs"][0].get<double>(), 1e-6) << legacy.dump();
+}
+
 TEST_F(ServeHttpTest, RequiredAndNamedToolChoicesAreConstrainedToTheToolsSchemas) {
   const std::string pack = *dir_ + "/tools.strata";
   ASSERT_TRUE(testing::RewriteManifest(Pack(), pack, [&](fb::ManifestT& m) { m.tokenizer->chat_template = kToolTemplate; })

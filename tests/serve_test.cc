@@ -173,6 +173,24 @@ TEST(ApiRequestTest, AcceptsTheOpenAiShapes) {
       "dry_base":1.75,"top_n_sigma":-1,"n_probs":0,"id_slot":-1,"n_keep":0,"samplers":[],"cache_prompt":true,
       "timings_per_token":false,"repeat_last_n":64,"chat_template_kwargs":{}})");
   ASSERT_FALSE(neutral.error) << neutral.error->message;
+  EXPECT_EQ(neutral.request.sampling.penalty_last_n, 64);
+  // logit_bias: OpenAI's object of ids, llama-server's pairs, text keys and false (a ban).
+  auto lb = Parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":-100,"7":2.5,"hello":3}})");
+  ASSERT_FALSE(lb.error) << lb.error->message;
+  ASSERT_EQ(lb.request.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(lb.request.sampling.logit_bias[0], (std::pair<int32_t, float>{5, -100.0f}));
+  EXPECT_EQ(lb.request.sampling.logit_bias[1], (std::pair<int32_t, float>{7, 2.5f}));
+  ASSERT_EQ(lb.request.logit_bias_text.size(), 1u);
+  EXPECT_EQ(lb.request.logit_bias_text[0].first, "hello");
+  auto pairs = Parse(ApiKind::kCompletion, R"({"prompt":"x","logit_bias":[[3,false],["9",1],["hi",-1]],"n_probs":3})");
+  ASSERT_FALSE(pairs.error) << pairs.error->message;
+  ASSERT_EQ(pairs.request.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(pairs.request.sampling.logit_bias[0].first, 3);
+  EXPECT_EQ(pairs.request.sampling.logit_bias[0].second, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(pairs.request.sampling.logit_bias[1], (std::pair<int32_t, float>{9, 1.0f}));
+  EXPECT_EQ(pairs.request.logit_bias_text.size(), 1u);
+  EXPECT_EQ(pairs.request.top_logprobs, 3);  // n_probs: the top 3 at each step
+  EXPECT_TRUE(pairs.request.sampling.Validate().ok());
 }
 
 // ------------------------------------------------------------ reasoning
@@ -612,7 +630,7 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"typical_p":0.9})", "typical_p", "not supported"},
       {ApiKind::kChat, "{" + m + R"(,"dry_multiplier":0.8})", "dry_multiplier", "DRY"},
       {ApiKind::kChat, "{" + m + R"(,"xtc_probability":0.5})", "xtc_probability", "XTC"},
-      {ApiKind::kChat, "{" + m + R"(,"n_probs":5})", "n_probs", "not reported"},
+      {ApiKind::kChat, "{" + m + R"(,"n_probs":21})", "n_probs", "in [0, 20]"},
       {ApiKind::kChat, "{" + m + R"(,"samplers":["top_k"]})", "samplers", "not implemented"},
       {ApiKind::kChat, "{" + m + R"(,"lora":[{"id":0,"scale":1}]})", "lora", "not implemented"},
       {ApiKind::kChat, "{" + m + R"(,"n_keep":10})", "n_keep", "never shifted"},
@@ -623,7 +641,8 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"reasoning_format":"xml"})", "reasoning_format", "must be"},
       {ApiKind::kChat, R"({"messages":[{"role":"user","content":"x","reasoning_content":"r"}]})",
        "messages[0].reasoning_content", "assistant messages"},
-      {ApiKind::kChat, "{" + m + R"(,"repeat_penalty":1.1,"repeat_last_n":64})", "repeat_last_n", "whole answer"},
+      {ApiKind::kChat, "{" + m + R"(,"repeat_last_n":-2})", "repeat_last_n", "in [-1, 2147483647]"},
+      {ApiKind::kChat, "{" + m + R"(,"repeat_last_n":64,"penalty_last_n":32})", "repeat_last_n", "not both"},
       {ApiKind::kChat, "{" + m + R"(,"max_tokens":1,"max_completion_tokens":1})", "max_completion_tokens", "not both"},
       {ApiKind::kChat, "{" + m + R"(,"stop":5})", "stop", "string or an array"},
       {ApiKind::kChat, "{" + m + R"(,"stop":[""]})", "stop", "empty"},
@@ -657,7 +676,14 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"n":9})", "n", "in [1, 8]"},
       {ApiKind::kChat, "{" + m + R"(,"n":0})", "n", "in [1, 8]"},
       {ApiKind::kChat, "{" + m + R"(,"best_of":3})", "best_of", "not supported"},
-      {ApiKind::kChat, "{" + m + R"(,"logit_bias":{"5":1}})", "logit_bias", "not supported"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":{"5":101}})", "logit_bias.5", "in [-100, 100]"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":{"512":1}})", "logit_bias", "not in the vocabulary"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":{"-1":1}})", "logit_bias", "not in the vocabulary"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":{"5":true}})", "logit_bias.5", "or false"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":[[5]]})", "logit_bias[0]", "[token, bias] pair"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":[[{},1]]})", "logit_bias[0]", "token id or a text"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":[["",1]]})", "logit_bias", "empty text"},
+      {ApiKind::kChat, "{" + m + R"(,"logit_bias":5})", "logit_bias", "an object of token ids"},
       {ApiKind::kChat, "{" + m + R"(,"model":5})", "model", "must be a string"},
       {ApiKind::kChat, R"({"prompt":"x"})", "prompt", "belongs to /v1/completions"},
       {ApiKind::kCompletion, "{}", "prompt", "required"},

@@ -26,6 +26,8 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("--top-p", o.sampling.top_p, "top-p; 1 is off (default 0.95)");
   app.add_option("--min-p", o.sampling.min_p, "min-p; 0 is off (default 0.05)");
   app.add_option("--repeat-penalty", o.sampling.repeat_penalty, "repetition penalty; 1 is off (default 1)");
+  app.add_option("--repeat-last-n,--penalty-last-n", o.sampling.penalty_last_n,
+                 "the penalties count the last N generated tokens; -1 all of them (default), 0 none (penalties off)");
   app.add_option("--presence-penalty", o.sampling.presence_penalty, "presence penalty (default 0)");
   app.add_option("--frequency-penalty", o.sampling.frequency_penalty, "frequency penalty (default 0)");
   app.add_option("--seed", o.sampling.seed, "sampling seed");

@@ -131,6 +131,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       break;
     }
     const int32_t id = have_argmax ? argmax.back() : sampler.Sample(last, r.tokens);
+    if (id < 0) return InvalidArgument("the logit bias bans every token of the vocabulary");
     have_argmax = argmax_only;
     r.tokens.push_back(id);
     bool eog = !o.ignore_eog && IsEndOfGeneration(id);

@@ -22,6 +22,15 @@ Status SamplingParams::Validate() const {
     return InvalidArgument("frequency_penalty must be -2..2");
   if (!std::isfinite(repeat_penalty) || repeat_penalty <= 0 || repeat_penalty > 10)
     return InvalidArgument("repeat_penalty must be in (0, 10]");
+  if (penalty_last_n < -1)
+    return InvalidArgument(StrFormat("penalty_last_n must be -1 (the whole answer), 0 (off) or a count, not %d",
+                                     penalty_last_n));
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return InvalidArgument(StrFormat("logit_bias token %d is not a token id", id));
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
+      return InvalidArgument(StrFormat("logit_bias of token %d must be a number or -infinity (a ban), not %g", id,
+                                       static_cast<double>(bias)));
+  }
   return Status::Ok();
 }
 
@@ -89,9 +98,22 @@ std::vector<Sampler::Logprob> Sampler::TopLogprobs(std::span<const float> logits
   return best;
 }
 
-int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed) {
-  auto ok = [&](size_t i) { return !allowed || ((allowed[i >> 6] >> (i & 63)) & 1); };
-  const bool penalties = p_.presence_penalty != 0 || p_.frequency_penalty != 0 || p_.repeat_penalty != 1;
+int32_t Sampler::Sample(std::span<const float> model_logits, std::span<const int32_t> history,
+                        const uint64_t* allowed) {
+  std::span<const float> logits = model_logits;
+  if (!p_.logit_bias.empty()) {
+    biased_.assign(model_logits.begin(), model_logits.end());
+    for (const auto& [id, bias] : p_.logit_bias)
+      if (id >= 0 && static_cast<size_t>(id) < biased_.size()) biased_[static_cast<size_t>(id)] += bias;
+    logits = biased_;
+  }
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  // A banned token (a bias of -infinity) is never a candidate.
+  auto ok = [&](size_t i) { return (!allowed || ((allowed[i >> 6] >> (i & 63)) & 1)) && logits[i] != kBanned; };
+  const bool penalties =
+      p_.penalty_last_n != 0 && (p_.presence_penalty != 0 || p_.frequency_penalty != 0 || p_.repeat_penalty != 1);
+  if (p_.penalty_last_n > 0 && history.size() > static_cast<size_t>(p_.penalty_last_n))
+    history = history.last(static_cast<size_t>(p_.penalty_last_n));
   std::unordered_map<int32_t, int> counts;
   if (penalties)
     for (int32_t t : history) counts[t]++;
@@ -104,7 +126,10 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
     return l - static_cast<float>(it->second) * p_.frequency_penalty - p_.presence_penalty;
   };
   if (p_.temperature <= 0) {
-    if (!penalties && !allowed) return Argmax(logits);
+    if (!penalties && !allowed) {
+      const int32_t best = Argmax(logits);
+      return logits.empty() || logits[static_cast<size_t>(best)] == kBanned ? -1 : best;
+    }
     int32_t best = -1;
     float bv = 0;
     for (size_t i = 0; i < logits.size(); ++i) {

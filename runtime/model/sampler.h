@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -23,6 +24,13 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   float repeat_penalty = 1.0f;  // 1: off
+  // The penalties count the last N generated tokens: -1 all of them, 0 none
+  // (penalties off). llama-server's penalty_last_n / repeat_last_n.
+  int32_t penalty_last_n = -1;
+  // Added to a token's logit before anything else (OpenAI's logit_bias);
+  // -infinity bans the token. Ids are checked against the vocabulary by the
+  // caller that has one; ids past the logits are ignored here.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0xC0FFEE;
 
   // Range checks with messages naming the option.
@@ -31,7 +39,8 @@ struct SamplingParams {
   // penalties): the forward pass can then return the argmax alone
   // (ForwardOptions::argmax), computed where the logits are.
   bool IsPlainArgmax() const {
-    return temperature <= 0 && presence_penalty == 0 && frequency_penalty == 0 && repeat_penalty == 1;
+    return temperature <= 0 && presence_penalty == 0 && frequency_penalty == 0 && repeat_penalty == 1 &&
+           logit_bias.empty();
   }
 };
 
@@ -58,6 +67,7 @@ class Sampler {
   SamplingParams p_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<float> biased_;  // the logits with logit_bias added
 };
 
 }  // namespace strata

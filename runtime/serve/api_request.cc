@@ -1,6 +1,7 @@
 #include "runtime/serve/api_request.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -114,7 +115,6 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
       {"dry_multiplier", 0, "no DRY repetition penalty (0 is accepted)"},
       {"top_n_sigma", -1, "no top-n-sigma sampling (-1 is accepted)"},
       {"min_keep", 0, "no minimum candidate count (0 is accepted)"},
-      {"n_probs", 0, "probabilities are not reported (0 is accepted)"},
       {"t_max_predict_ms", 0, "no time limit on generation (0 is accepted)"},
       {"n_indent", 0, "no indentation limit (0 is accepted)"},
       {"id_slot", -1, "slots are chosen by the server (-1 is accepted)"},
@@ -137,18 +137,6 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
   for (const char* f : {"input_prefix", "input_suffix", "chat_template"})
     if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_string() && v->get<std::string>().empty()))
       return refuse(f, "not implemented");
-  // llama-server counts repetition over the last N tokens; Strata over the
-  // whole answer. The window matters only when a penalty is on.
-  for (const char* f : {"repeat_last_n", "penalty_last_n"}) {
-    const json* v = Field(body, f);
-    if (!v || v->is_null()) continue;
-    auto off = [&](const char* name, double neutral) {
-      const json* p = Field(body, name);
-      return !p || (p->is_number() && p->get<double>() == neutral);
-    };
-    if (!(off("repeat_penalty", 1) && off("presence_penalty", 0) && off("frequency_penalty", 0)))
-      return refuse(f, "penalties count the whole answer, not a window of the last tokens (drop it, or the penalties)");
-  }
   return std::nullopt;
 }
 
@@ -163,8 +151,6 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
     return refuse("function_call", "the deprecated functions API is not served; send 'tool_choice'");
   for (const char* f : {"audio", "prediction"})
     if (Field(body, f)) return refuse(f, "not implemented");
-  if (const json* v = Field(body, "logit_bias"); v && !(v->is_object() && v->empty()))
-    return refuse("logit_bias", "not implemented");
   if (const json* v = Field(body, "best_of"); v && !v->is_null() && !(v->is_number_integer() && v->get<int64_t>() == 1))
     return refuse("best_of", "choices are not ranked (1 is accepted; 'n' returns several)");
   if (const json* v = Field(body, "modalities")) {
@@ -354,6 +340,66 @@ std::optional<ApiError> ParseConstraint(const json& j, ApiRequest* out) {
   return std::nullopt;
 }
 
+// logit_bias: OpenAI's {"TOKEN_ID": BIAS}, and llama-server's forms: a key
+// that is text (each of its tokens gets the bias), [[ID or TEXT, BIAS], ...],
+// and false for a ban. BIAS is a number in [-100, 100].
+std::optional<ApiError> ParseLogitBias(const json& j, const ApiLimits& limits, ApiRequest* out) {
+  const json* lb = Field(j, "logit_bias");
+  if (!lb) return std::nullopt;
+  if (!lb->is_object() && !lb->is_array())
+    return WrongType("logit_bias", "an object of token ids to biases, or an array of [token, bias] pairs", *lb);
+  if (lb->size() > kMaxLogitBias)
+    return BadRequest(StrFormat("'logit_bias' has %zu entries; at most %zu are taken", lb->size(), kMaxLogitBias),
+                      "logit_bias", "invalid_value");
+  auto add = [&](const std::string& where, const json& key, const json& value) -> std::optional<ApiError> {
+    float bias = 0;
+    if (value.is_boolean() && !value.get<bool>()) {
+      bias = -std::numeric_limits<float>::infinity();  // llama-server's ban
+    } else if (value.is_number()) {
+      const double d = value.get<double>();
+      if (!std::isfinite(d) || d < -100 || d > 100) return OutOfRange(where, "in [-100, 100] (or false: banned)", d);
+      bias = static_cast<float>(d);
+    } else {
+      return WrongType(where, "a number in [-100, 100], or false (banned)", value);
+    }
+    std::optional<int64_t> id;
+    if (key.is_number_integer() && !key.is_number_unsigned()) id = key.get<int64_t>();
+    else if (key.is_number_unsigned()) id = ExactCast<int64_t>(key.get<uint64_t>());
+    else if (key.is_string()) {
+      const std::string& k = key.get<std::string>();
+      int64_t parsed = 0;
+      auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), parsed);
+      if (!k.empty() && ec == std::errc() && end == k.data() + k.size()) {
+        id = parsed;
+      } else {
+        if (k.empty()) return BadRequest("'" + where + "': an empty text has no tokens", "logit_bias", "invalid_value");
+        out->logit_bias_text.emplace_back(k, bias);
+        return std::nullopt;
+      }
+    } else {
+      return WrongType(where, "a token id or a text", key);
+    }
+    if (!id || *id < 0 || static_cast<uint64_t>(*id) >= limits.n_vocab)
+      return BadRequest(StrFormat("'%s': token %s is not in the vocabulary (ids 0..%u)", where.c_str(),
+                                  key.dump().c_str(), limits.n_vocab - 1),
+                        "logit_bias", "invalid_value");
+    out->sampling.logit_bias.emplace_back(static_cast<int32_t>(*id), bias);
+    return std::nullopt;
+  };
+  if (lb->is_object()) {
+    for (const auto& [k, v] : lb->items())
+      if (auto e = add("logit_bias." + k, json(k), v)) return e;
+  } else {
+    for (size_t i = 0; i < lb->size(); ++i) {
+      const json& pair = (*lb)[i];
+      const std::string where = StrFormat("logit_bias[%zu]", i);
+      if (!pair.is_array() || pair.size() != 2) return WrongType(where, "a [token, bias] pair", pair);
+      if (auto e = add(where, pair[0], pair[1])) return e;
+    }
+  }
+  return std::nullopt;
+}
+
 // Chat: logprobs (bool) and top_logprobs (0-20). Completions: logprobs (0-5 alternatives).
 std::optional<ApiError> ParseLogprobs(const json& j, ApiKind kind, ApiRequest* out) {
   const json* lp = Field(j, "logprobs");
@@ -377,6 +423,33 @@ std::optional<ApiError> ParseLogprobs(const json& j, ApiKind kind, ApiRequest* o
     if (on) out->top_logprobs = static_cast<int>(k);
   }
   if (on && out->top_logprobs < 0) out->top_logprobs = 0;
+  return std::nullopt;
+}
+
+// llama-server's n_probs: the N most likely tokens at each step, reported as
+// the OpenAI logprobs of either endpoint (logprobs turned on).
+std::optional<ApiError> ParseNProbs(const json& j, ApiRequest* out) {
+  if (!Field(j, "n_probs")) return std::nullopt;
+  int64_t k = 0;
+  if (auto e = GetInt(j, "n_probs", 0, 20, &k)) return e;
+  if (k > 0) out->top_logprobs = std::max(out->top_logprobs, static_cast<int>(k));
+  return std::nullopt;
+}
+
+// llama-server's penalty_last_n (repeat_last_n, its older name): the
+// penalties count the last N generated tokens; -1 all of them, 0 none.
+std::optional<ApiError> ParsePenaltyWindow(const json& j, SamplingParams* s) {
+  const char* name = nullptr;
+  for (const char* f : {"penalty_last_n", "repeat_last_n"}) {
+    if (!Field(j, f)) continue;
+    if (name)
+      return BadRequest("give 'penalty_last_n' or 'repeat_last_n' (its older name), not both", f, "invalid_value");
+    name = f;
+  }
+  if (!name) return std::nullopt;
+  int64_t v = 0;
+  if (auto e = GetInt(j, name, -1, INT32_MAX, &v)) return e;
+  s->penalty_last_n = static_cast<int32_t>(v);
   return std::nullopt;
 }
 
@@ -611,6 +684,8 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
 
   if (auto e = ParseConstraint(j, out)) return e;
   if (auto e = ParseLogprobs(j, kind, out)) return e;
+  if (auto e = ParseNProbs(j, out)) return e;
+  if (auto e = ParseLogitBias(j, limits, out)) return e;
   if (const json* n = Field(j, "n"); n && !n->is_null()) {
     int64_t k = 0;
     if (auto e = GetInt(j, "n", 1, kMaxChoices, &k)) return e;
@@ -624,6 +699,7 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
   if (auto e = GetFloat(j, "presence_penalty", -2, 2, false, &s.presence_penalty)) return e;
   if (auto e = GetFloat(j, "frequency_penalty", -2, 2, false, &s.frequency_penalty)) return e;
   if (auto e = GetFloat(j, "repeat_penalty", 0, 10, true, &s.repeat_penalty)) return e;
+  if (auto e = ParsePenaltyWindow(j, &s)) return e;
   int64_t v = 0;
   if (Field(j, "top_k")) {
     if (auto e = GetInt(j, "top_k", 0, INT32_MAX, &v)) return e;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,10 +63,14 @@ struct ApiRequest {
   nlohmann::ordered_json json_schema;  // kJsonSchema
   std::string grammar;                 // kGrammar: GBNF
   int top_logprobs = -1;              // -1: no logprobs; else alternatives per token
+  // logit_bias keys that are text: each token of the text gets the bias
+  // (the server tokenizes them; ids are in sampling.logit_bias).
+  std::vector<std::pair<std::string, float>> logit_bias_text;
   int n = 1;                          // choices
 };
 
 inline constexpr int kMaxChoices = 8;
+inline constexpr size_t kMaxLogitBias = 1024;  // entries of logit_bias
 
 // Parses a body. `defaults` are the server's sampling defaults (from the
 // command line). Returns the error to send, or nullopt with *out filled.

@@ -134,7 +134,10 @@ json CompletionLogprobs(const std::vector<TokenLogprob>& lps, size_t offset) {
     tokens.push_back(SanitizeUtf8(lp.piece));
     token_logprobs.push_back(lp.logprob);
     json alts = json::object();
-    for (const auto& [piece, l] : lp.top) alts[SanitizeUtf8(piece)] = l;
+    // Keyed by text, as OpenAI's legacy form is: tokens whose texts are the
+    // same (byte pieces of one character) share a key, which keeps the most
+    // likely one's logprob (lp.top is most likely first).
+    for (const auto& [piece, l] : lp.top) alts.emplace(SanitizeUtf8(piece), l);
     top.push_back(alts);
     offsets.push_back(offset);
     offset += lp.piece.size();
@@ -811,6 +814,8 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     return reject(too_long(StrFormat("%zu tokens", g.prompt.size())));
   g.sampling = ar.sampling;
   if (!ar.has_seed) g.sampling.seed = RandomU64();
+  for (const auto& [text, bias] : ar.logit_bias_text)  // llama-server's text keys: each of the text's tokens
+    for (int32_t id : m.tok->Encode(text, false, /*parse_special=*/false)) g.sampling.logit_bias.emplace_back(id, bias);
   g.max_tokens = ar.max_tokens;
   if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
                                        : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults

@@ -566,7 +566,12 @@ int32_t Scheduler::SampleToken(Slot& s, std::span<const float> logits, std::stri
   }
   const auto t0 = Clock::now();
   int32_t id = s.sampler->Sample(logits, s.generated);
-  *piece = tok_.TokenToPiece(id, false);
+  if (id < 0 && !constrained) {  // logit_bias banned every token
+    ApiError e = BadRequest("'logit_bias' bans every token of the vocabulary", "logit_bias", "invalid_value");
+    FinishSlot(s, FinishReason::kNone, &e);
+    return -1;
+  }
+  *piece = id >= 0 ? tok_.TokenToPiece(id, false) : std::string();
   if (!constrained) return id;
   // Accept reads the token (and leaves the matcher as it was when it cannot);
   // a token without text (a control token) is never grammar text.
