@@ -339,18 +339,11 @@ TEST(JsonSchema, AllOfMergesObjectSchemas) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByNameAndPath) {
-  const std::vector<std::pair<std::string, std::string>> keywords = {{"minimum", "0"},
-                                                                     {"maximum", "9"},
-                                                                     {"exclusiveMinimum", "0"},
-                                                                     {"exclusiveMaximum", "9"},
-                                                                     {"multipleOf", "2"},
-                                                                     {"pattern", "\"^a$\""},
-                                                                     {"format", "\"email\""},
+  const std::vector<std::pair<std::string, std::string>> keywords = {{"multipleOf", "2"},
                                                                      {"patternProperties", "{}"},
                                                                      {"propertyNames", "{}"},
                                                                      {"minProperties", "1"},
                                                                      {"maxProperties", "1"},
-                                                                     {"uniqueItems", "true"},
                                                                      {"contains", "{}"},
                                                                      {"minContains", "1"},
                                                                      {"not", "{}"},
@@ -371,14 +364,108 @@ TEST(JsonSchema, UnsupportedKeywordsAreRefusedByNameAndPath) {
     EXPECT_EQ(Refusal(schema), "$.properties.age.items: '" + key + "' is not supported by constrained sampling")
         << schema;
   }
-  EXPECT_EQ(Refusal(R"({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}})"),
-            "$.properties.age: 'minimum' is not supported by constrained sampling");
-  EXPECT_EQ(Refusal(R"({"anyOf": [{"type": "string"}, {"type": "string", "format": "date"}]})"),
-            "$.anyOf[1]: 'format' is not supported by constrained sampling");
-  EXPECT_EQ(Refusal(R"({"$defs": {"n": {"type": "integer", "minimum": 0}}, "items": {"$ref": "#/$defs/n"}})"),
-            "$.$defs.n: 'minimum' is not supported by constrained sampling");
-  EXPECT_EQ(Refusal(R"({"properties": {"odd key": {"pattern": "x"}}})"),
-            "$.properties[\"odd key\"]: 'pattern' is not supported by constrained sampling");
+  // What a grammar cannot hold, said so.
+  EXPECT_EQ(Refusal(R"({"type": "object", "properties": {"age": {"type": "number", "minimum": 0}}})"),
+            "$.properties.age: 'minimum' on a number cannot be enforced by a grammar (it can for \"type\": "
+            "\"integer\"); drop it, or make the value an integer");
+  EXPECT_EQ(Refusal(R"({"anyOf": [{"type": "string"}, {"type": "string", "format": "hostname"}]})"),
+            "$.anyOf[1]: 'format' \"hostname\" is not one constrained sampling writes (date, time, date-time, "
+            "uuid, email)");
+  EXPECT_EQ(Refusal(R"({"type": "array", "uniqueItems": true})"),
+            "$: 'uniqueItems': true cannot be enforced by a grammar (it would have to remember every item); drop "
+            "it, or list the values with 'enum' items");
+  EXPECT_EQ(Refusal(R"({"type": "string", "pattern": "a", "maxLength": 3})"),
+            "$: 'pattern' beside 'maxLength' is not supported by constrained sampling");
+  EXPECT_EQ(Refusal(R"({"type": "integer", "minimum": 5, "maximum": 4})"),
+            "$: no integer is within its minimum and maximum");
+  EXPECT_EQ(Refusal(R"({"type": "integer", "minimum": 1e17})"),
+            "$: 'minimum' 1e+17 is past the 16 digits an integer may have here");
+  for (const auto& [pattern, message] : std::vector<std::pair<std::string, std::string>>{
+           {"(a", "'pattern' at offset 2: a '(' without its ')'"},
+           {"a)", "'pattern' at offset 1: an unmatched ')'"},
+           {"[ab", "'pattern' at offset 3: a '[' without its ']'"},
+           {"(?=a)", "'pattern' at offset 1: lookarounds and named groups ('(?') cannot be written as a grammar"},
+           {"(a)\\1", "'pattern' at offset 4: backreferences cannot be written as a grammar"},
+           {"\\bword", "'pattern' at offset 1: '\\b' (a word boundary) cannot be written as a grammar"},
+           {"a^b", "'pattern' at offset 1: '^' inside the pattern (only a leading one, the anchor, is supported)"},
+           {"a$b", "'pattern' at offset 1: '$' inside the pattern (only a final one, the anchor, is supported)"},
+           {"*a", "'pattern' at offset 0: '*' with nothing before it to repeat"},
+           {"a**", "'pattern' at offset 2: a quantifier after a quantifier"},
+           {"a{2000}", "'pattern' at offset 7: a count past 1000"},
+           {"a{3,2}", "'pattern' at offset 6: a count {n,m} with m < n"},
+           {"[z-a]", "'pattern' at offset 4: a range out of order"},
+           {"\\p{L}", "'pattern' at offset 1: Unicode property classes ('\\p{...}') are not supported"},
+           {"\\q", "'pattern' at offset 1: the escape '\\q' is not one ECMAScript defines"},
+           {std::string(70, '(') + std::string(70, ')'), "'pattern' at offset 65: groups nest deeper than 64"},
+       }) {
+    EXPECT_EQ(Refusal(R"({"type": "string", "pattern": )" + ojson(pattern).dump() + "}"), "$: " + message) << pattern;
+  }
+}
+
+// minimum/maximum (and the exclusive forms, draft 4's booleans too) on an
+// integer: exactly the integers in the range, checked one by one around
+// every bound, across digit counts and signs.
+TEST(JsonSchema, IntegerBounds) {
+  std::mt19937_64 rng(11);
+  std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 0},     {0, 9},       {1, 10},    {-5, 5},   {-120, -7},
+                                                     {7, 1234},  {99, 100},    {-1, 0},    {250, 255}, {-1000, 999},
+                                                     {10, 19},   {123, 4567}, {-99999, -1}, {0, 100000}};
+  for (int k = 0; k < 20; ++k) {
+    const int64_t a = static_cast<int64_t>(rng() % 200001) - 100000, b = static_cast<int64_t>(rng() % 200001) - 100000;
+    ranges.push_back({std::min(a, b), std::max(a, b)});
+  }
+  for (const auto& [lo, hi] : ranges) {
+    const std::string schema =
+        R"({"type": "integer", "minimum": )" + std::to_string(lo) + R"(, "maximum": )" + std::to_string(hi) + "}";
+    auto g = MustParse(Gbnf(schema));
+    ASSERT_NE(g, nullptr) << schema;
+    std::vector<int64_t> probes = {lo - 11, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, hi + 11, 0, -1, 1};
+    for (int k = 0; k < 40; ++k) probes.push_back(lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)));
+    if (hi - lo <= 2000)
+      for (int64_t v = lo - 3; v <= hi + 3; ++v) probes.push_back(v);
+    for (int64_t v : probes)
+      EXPECT_EQ(Matches(g, std::to_string(v)), v >= lo && v <= hi) << v << " in " << schema;
+    EXPECT_FALSE(Matches(g, "-0")) << schema;
+    EXPECT_FALSE(Matches(g, "0" + std::to_string(std::max<int64_t>(hi, 1)))) << schema;  // no leading zeros
+  }
+  ExpectLanguage(R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10})", {"1", "9"}, {"0", "10", "-1"});
+  ExpectLanguage(R"({"type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 3.5})", {"1", "3"},
+                 {"0", "4"});
+  ExpectLanguage(R"({"type": "integer", "minimum": -2.5})", {"-2", "0", "9999999999999999"}, {"-3", "10000000000000000"});
+  ExpectLanguage(R"({"type": ["integer", "null"], "maximum": -3})", {"-3", "-9999999999999999", "null"}, {"-2", "0"});
+}
+
+TEST(JsonSchema, StringFormats) {
+  ExpectLanguage(R"({"type": "string", "format": "date"})", {R"("2026-12-05")", R"("0001-01-31")"},
+                 {R"("2026-13-01")", R"("2026-00-10")", R"("2026-1-05")", R"("2026-12-32")", R"("x")"});
+  ExpectLanguage(R"({"type": "string", "format": "time"})", {R"("23:59:59Z")", R"("08:00:00.123+02:00")"},
+                 {R"("24:00:00Z")", R"("08:00:00")", R"("8:00:00Z")"});
+  ExpectLanguage(R"({"format": "date-time"})", {R"("2026-12-05T10:20:30Z")", R"("2026-12-05T10:20:30.5-05:30")"},
+                 {R"("2026-12-05 10:20:30Z")", R"("2026-12-05")"});
+  ExpectLanguage(R"({"type": "string", "format": "uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"},
+                 {R"("123e4567e89b12d3a456426614174000")", R"("123e4567-e89b-12d3-a456-42661417400g")"});
+  ExpectLanguage(R"({"type": "string", "format": "email"})",
+                 {R"("a.b+c@example.com")", R"("x_y@mail.co.uk")", R"("o'neil@a-b.org")"},
+                 {R"("@example.com")", R"("a@b")", R"("a@.com")", R"("a b@c.org")", R"("a..b@c.org")"});
+}
+
+// pattern: an ECMAScript regular expression; unanchored ends match anything.
+std::string PatternSchema(const std::string& regex) {
+  return R"({"type": "string", "pattern": )" + ojson(regex).dump() + "}";
+}
+
+TEST(JsonSchema, Patterns) {
+  ExpectLanguage(PatternSchema(R"(^[A-Z]{2}-\d{3,4}$)"), {R"("AB-123")", R"("ZZ-0000")"},
+                 {R"("AB-12")", R"("ab-123")", R"("AB-12345")", R"("xAB-123")"});
+  ExpectLanguage(R"({"pattern": "^(cat|dog)s?$"})", {R"("cat")", R"("dogs")"}, {R"("cats!")", R"("bird")", R"("")"});
+  ExpectLanguage(PatternSchema("abc"), {R"("abc")", R"("xxabcyy")", R"("a\"abc\n")"}, {R"("ab")", R"("acb")"});
+  ExpectLanguage(PatternSchema(R"(^[^"\\]*$)"), {R"("plain text")", R"("tab\tok")"}, {R"("a\"b")", R"("a\\b")"});
+  ExpectLanguage(PatternSchema("^a.c$"), {R"("abc")", R"("a\"c")", R"("aéc")"}, {R"("a\nc")", R"("ac")"});
+  ExpectLanguage(PatternSchema(R"(^\w+@\s?[\d.]+$)"), {R"("x_1@ 1.5")", R"("ab@\t3")"}, {R"("x-1@1")", R"("@1")"});
+  ExpectLanguage(PatternSchema("^(?:ab){2}|x{2,}?$"), {R"("abab")", R"("xxx")"}, {R"("ab")", R"("x")"});
+  ExpectLanguage(PatternSchema(R"(^\u00e9\x41[\b]?{$)"), {R"("éA{")", R"("éA\b{")"}, {R"("eA{")"});
+  ExpectLanguage(PatternSchema(R"(^"\\$)"), {R"("\"\\")"}, {R"("\"")"});
+  ExpectLanguage(PatternSchema(R"(^\$\d+(\.\d{2})?$)"), {R"("$5")", R"("$12.50")"}, {R"("$5.5")", R"("5")"});
 }
 
 TEST(JsonSchema, ContradictionsBadValuesAndLimitsAreRefused) {
@@ -499,7 +586,7 @@ TEST(JsonSchema, BuilderSharesRulesAndResolvesRefsAgainstTheFirstSchema) {
 TEST(JsonSchema, ARefusedSchemaLeavesTheBuilderAsItWas) {
   GbnfBuilder b;
   auto bad = b.AddSchema(ojson::parse(R"({"$defs": {"n": {"type": "object", "properties": {"x": {"$ref": "#/$defs/n"},
-                                           "y": {"type": "integer", "minimum": 1}}}}, "$ref": "#/$defs/n"})"),
+                                           "y": {"type": "integer", "multipleOf": 2}}}}, "$ref": "#/$defs/n"})"),
                          "bad");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(b.Text("\"x\""), "root ::= \"x\"\n");

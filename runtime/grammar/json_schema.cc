@@ -1,4 +1,5 @@
 #include "runtime/grammar/json_schema.h"
+#include "runtime/grammar/regex_gbnf.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,14 +24,21 @@ constexpr std::string_view kSupported[] = {"type",     "properties",  "required"
                                            "items",    "prefixItems", "minItems",   "maxItems",
                                            "enum",     "const",       "anyOf",      "oneOf",
                                            "allOf",    "$ref",        "minLength",  "maxLength",
-                                           "nullable", "$defs",       "definitions"};
+                                           "nullable", "$defs",       "definitions", "pattern",
+                                           "format",   "minimum",     "maximum",    "exclusiveMinimum",
+                                           "exclusiveMaximum", "uniqueItems"};
 constexpr std::string_view kAnnotations[] = {"title", "description", "examples",   "default",  "$schema",
                                              "$id",   "$comment",    "deprecated", "readOnly", "writeOnly"};
 constexpr std::string_view kTypes[] = {"string", "integer", "number", "boolean", "null", "object", "array"};
 // The keywords that, without `type`, say which type a schema is about.
 constexpr std::string_view kObjectKeys[] = {"properties", "required", "additionalProperties"};
-constexpr std::string_view kArrayKeys[] = {"items", "prefixItems", "minItems", "maxItems"};
-constexpr std::string_view kStringKeys[] = {"minLength", "maxLength"};
+constexpr std::string_view kArrayKeys[] = {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"};
+constexpr std::string_view kStringKeys[] = {"minLength", "maxLength", "pattern", "format"};
+constexpr std::string_view kNumberKeys[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+// String formats a grammar writes (as llama.cpp's converter does).
+constexpr std::string_view kFormats[] = {"date", "time", "date-time", "uuid", "email"};
+// The integer rule's range: at most 16 digits.
+constexpr int64_t kIntegerLimit = 9'999'999'999'999'999;
 
 // A \u escape names a code point: a surrogate only in a high-low pair, so
 // strict JSON parsers (nlohmann's among them) read every string. kDEscapes:
@@ -169,6 +177,71 @@ bool HasType(const ojson& v, std::string_view type) {
   if (type == "null") return v.is_null();
   if (type == "object") return v.is_object();
   return v.is_array();
+}
+
+// GBNF for the decimal numbers a..b (0 <= a <= b), without leading zeros.
+std::string SameLengthDigits(const std::string& a, const std::string& b) {
+  if (a.empty()) return "";
+  if (a[0] == b[0]) return Seq({GbnfLiteral(a.substr(0, 1)), SameLengthDigits(a.substr(1), b.substr(1))});
+  const size_t rest = a.size() - 1;
+  const bool a_rest_low = a.find_first_not_of('0', 1) == std::string::npos;
+  const bool b_rest_high = b.find_first_not_of('9', 1) == std::string::npos;
+  auto digit_class = [](char lo, char hi) {
+    return lo == hi ? GbnfLiteral(std::string(1, lo)) : "[" + std::string(1, lo) + "-" + std::string(1, hi) + "]";
+  };
+  auto any = [&](size_t n) { return n == 0 ? std::string() : n == 1 ? "[0-9]" : "[0-9]{" + std::to_string(n) + "}"; };
+  std::vector<std::string> alts;
+  char mid_lo = static_cast<char>(a[0] + 1), mid_hi = static_cast<char>(b[0] - 1);
+  if (a_rest_low) mid_lo = a[0];
+  else alts.push_back(Seq({GbnfLiteral(a.substr(0, 1)), SameLengthDigits(a.substr(1), std::string(rest, '9'))}));
+  if (b_rest_high) mid_hi = b[0];
+  if (mid_lo <= mid_hi) alts.push_back(Seq({digit_class(mid_lo, mid_hi), any(rest)}));
+  if (!b_rest_high)
+    alts.push_back(Seq({GbnfLiteral(b.substr(0, 1)), SameLengthDigits(std::string(rest, '0'), b.substr(1))}));
+  return alts.size() == 1 ? alts[0] : "( " + Join(alts, " | ") + " )";
+}
+
+std::string NonNegativeRange(int64_t a, int64_t b) {
+  std::vector<std::string> alts;
+  for (int64_t lo = a; lo <= b;) {
+    const std::string lo_s = std::to_string(lo);
+    int64_t top = 9;  // the largest number with lo's digit count
+    for (size_t d = 1; d < lo_s.size(); ++d) top = top * 10 + 9;
+    const int64_t hi = std::min(b, top);
+    alts.push_back(SameLengthDigits(lo_s, std::to_string(hi)));
+    if (hi == b) break;
+    lo = hi + 1;
+  }
+  return alts.size() == 1 ? alts[0] : "( " + Join(alts, " | ") + " )";
+}
+
+// GBNF for the integers lo..hi as JSON writes them ("-0" never).
+std::string IntegerRangeBody(int64_t lo, int64_t hi) {
+  std::vector<std::string> alts;
+  if (lo < 0) alts.push_back(Seq({R"("-")", NonNegativeRange(hi < 0 ? -hi : 1, -lo)}));
+  if (hi >= 0) alts.push_back(NonNegativeRange(std::max<int64_t>(lo, 0), hi));
+  return Join(alts, " | ");
+}
+
+// JSON string bodies of the formats in kFormats.
+std::string FormatBody(std::string_view format) {
+  const std::string date = R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ))";
+  const std::string time = R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? )"
+                           R"(( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))";
+  std::string inner;
+  if (format == "date") inner = date;
+  else if (format == "time") inner = time;
+  else if (format == "date-time") inner = date + R"( "T" )" + time;
+  else if (format == "uuid")
+    inner = R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12})";
+  else {  // email: local part, @, dotted domain (a practical subset of RFC 5321)
+    std::string atext = "[A-Za-z0-9";
+    for (char c : std::string_view("!#$%&'*+/=?^_`{|}~-")) atext += StrFormat("\\x%02X", static_cast<unsigned>(c));
+    atext += "]";
+    inner = atext + "+ ( \".\" " + atext + "+ )* \"@\" " +
+            R"(( [A-Za-z0-9] ( [A-Za-z0-9\x2D]{0,61} [A-Za-z0-9] )? "." )+ [A-Za-z]{2,63})";
+  }
+  return Seq({kQuote, "( " + inner + " )", kQuote});
 }
 
 std::string EscapeRule(GbnfBuilder& b) { return b.AddRule("escape", Escape()); }
@@ -337,6 +410,22 @@ class SchemaVisitor {
         if (!v.is_string()) return bad("a string");
       } else if (key == "nullable") {
         if (!v.is_boolean()) return bad("a boolean");
+      } else if (key == "pattern") {
+        if (!v.is_string()) return bad("a regular expression (a string)");
+      } else if (key == "format") {
+        if (!v.is_string()) return bad("a string");
+        if (!IsIn(v.get<std::string>(), kFormats))
+          return InvalidArgument(path + ": 'format' " + Shown(v) +
+                                 " is not one constrained sampling writes (date, time, date-time, uuid, email)");
+      } else if (key == "minimum" || key == "maximum") {
+        if (!v.is_number()) return bad("a number");
+      } else if (key == "exclusiveMinimum" || key == "exclusiveMaximum") {
+        if (!v.is_number() && !v.is_boolean()) return bad("a number (or, draft 4, a boolean)");
+      } else if (key == "uniqueItems") {
+        if (!v.is_boolean()) return bad("a boolean");
+        if (v.get<bool>())
+          return InvalidArgument(path + ": 'uniqueItems': true cannot be enforced by a grammar (it would have to "
+                                        "remember every item); drop it, or list the values with 'enum' items");
       }
     }
     for (const auto& [lo, hi] : {std::pair{"minLength", "maxLength"}, std::pair{"minItems", "maxItems"}})
@@ -483,6 +572,7 @@ class SchemaVisitor {
         if (IsIn(it.key(), kObjectKeys)) add("object");
         if (IsIn(it.key(), kArrayKeys)) add("array");
         if (IsIn(it.key(), kStringKeys)) add("string");
+        if (IsIn(it.key(), kNumberKeys)) add("number");
       }
       if (types.empty()) return b_->AnyValue();
     }
@@ -491,10 +581,18 @@ class SchemaVisitor {
     std::vector<std::string> alts;
     for (const std::string& t : types) {
       if (t == "string") {
-        alts.push_back(StringBody(schema));
+        STRATA_ASSIGN_OR_RETURN(std::string str, StringBody(schema, path));
+        alts.push_back(std::move(str));
       } else if (t == "integer") {
-        if (!any_number) alts.push_back(IntegerRule(*b_));
+        if (any_number) continue;
+        STRATA_ASSIGN_OR_RETURN(std::string integer, IntegerBody(schema, path));
+        alts.push_back(std::move(integer));
       } else if (t == "number") {
+        for (std::string_view key : kNumberKeys)
+          if (schema.contains(key))
+            return InvalidArgument(path + ": '" + std::string(key) +
+                                   "' on a number cannot be enforced by a grammar (it can for \"type\": "
+                                   "\"integer\"); drop it, or make the value an integer");
         alts.push_back(NumberRule(*b_));
       } else if (t == "boolean") {
         alts.push_back(BooleanRule(*b_));
@@ -511,11 +609,57 @@ class SchemaVisitor {
     return Join(alts, " | ");
   }
 
-  std::string StringBody(const ojson& schema) {
+  Result<std::string> StringBody(const ojson& schema, const std::string& path) {
     const int64_t min = schema.contains("minLength") ? *Bound(schema["minLength"]) : 0;
     const int64_t max = schema.contains("maxLength") ? *Bound(schema["maxLength"]) : -1;
+    const bool lengths = schema.contains("minLength") || schema.contains("maxLength");
+    for (const char* key : {"pattern", "format"}) {
+      if (!schema.contains(key)) continue;
+      if (lengths || (schema.contains("pattern") && schema.contains("format")))
+        return InvalidArgument(path + ": '" + key + "' beside '" +
+                               (lengths ? (schema.contains("minLength") ? "minLength" : "maxLength")
+                                        : std::string(key) == "pattern" ? "format" : "pattern") +
+                               "' is not supported by constrained sampling");
+      if (std::string(key) == "format") return FormatBody(schema["format"].get<std::string>());
+      auto body = RegexToGbnf(schema["pattern"].get<std::string>(), CharRule(*b_));
+      if (!body.ok()) return InvalidArgument(path + ": " + body.status().message());
+      return *body;
+    }
     if (min == 0 && max < 0) return StringRule(*b_);
     return Seq({kQuote, Repeat(CharRule(*b_), min, max), kQuote});
+  }
+
+  // An integer, within minimum/maximum (and their exclusive forms) when given.
+  Result<std::string> IntegerBody(const ojson& schema, const std::string& path) {
+    bool bounded = false;
+    for (std::string_view key : kNumberKeys) bounded = bounded || schema.contains(key);
+    if (!bounded) return IntegerRule(*b_);
+    int64_t lo = -kIntegerLimit, hi = kIntegerLimit;
+    // A bound as an integer: the smallest integer >= x (low) or the largest <= x (high).
+    auto tighten = [&](const char* key, bool low, bool exclusive) -> Status {
+      const ojson& v = schema[key];
+      const double x = v.get<double>();
+      double bound = low ? std::ceil(x) : std::floor(x);
+      if (exclusive && bound == x) bound += low ? 1 : -1;
+      if (bound > static_cast<double>(kIntegerLimit) || bound < -static_cast<double>(kIntegerLimit)) {
+        if ((low && bound > 0) || (!low && bound < 0))
+          return InvalidArgument(path + ": '" + key + "' " + Dump(v) + " is past the 16 digits an integer may have here");
+        return Status::Ok();  // no tighter than the integer rule itself
+      }
+      const auto b = static_cast<int64_t>(bound);  // within +-10^16: exact
+      if (low) lo = std::max(lo, b);
+      else hi = std::min(hi, b);
+      return Status::Ok();
+    };
+    auto draft4 = [&](const char* key) { return schema.contains(key) && schema[key].is_boolean() && schema[key].get<bool>(); };
+    if (schema.contains("minimum")) STRATA_RETURN_IF_ERROR(tighten("minimum", true, draft4("exclusiveMinimum")));
+    if (schema.contains("maximum")) STRATA_RETURN_IF_ERROR(tighten("maximum", false, draft4("exclusiveMaximum")));
+    if (schema.contains("exclusiveMinimum") && schema["exclusiveMinimum"].is_number())
+      STRATA_RETURN_IF_ERROR(tighten("exclusiveMinimum", true, true));
+    if (schema.contains("exclusiveMaximum") && schema["exclusiveMaximum"].is_number())
+      STRATA_RETURN_IF_ERROR(tighten("exclusiveMaximum", false, true));
+    if (lo > hi) return InvalidArgument(path + ": no integer is within its minimum and maximum");
+    return "( " + IntegerRangeBody(lo, hi) + " )";
   }
 
   // Properties in the schema's order, then the additional ones. A comma goes
