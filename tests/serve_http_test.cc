@@ -913,6 +913,58 @@ TEST_F(ServeHttpTest, ChoicesShareThePromptAndLogprobsAreReported) {
   EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
 }
 
+// llama-server's read-only endpoints and id_slot: /props, /slots,
+// /apply-template (the prompt a chat request would run), a request pinned to
+// a slot runs there, and a slot past the server's count is a 400.
+TEST_F(ServeHttpTest, PropsSlotsApplyTemplateAndIdSlot) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--parallel", "2"}));
+  auto props = Client().Get("/props");
+  ASSERT_TRUE(props);
+  ASSERT_EQ(props->status, 200) << props->body;
+  const json p = json::parse(props->body);
+  EXPECT_EQ(p["total_slots"], 2);
+  EXPECT_GT(p["default_generation_settings"]["n_ctx"].get<int>(), 0);
+  EXPECT_TRUE(p["default_generation_settings"]["params"].contains("temperature")) << props->body;
+  EXPECT_TRUE(p["chat_template"].is_string());
+  auto slots = Client().Get("/slots");
+  ASSERT_TRUE(slots);
+  ASSERT_EQ(slots->status, 200) << slots->body;
+  const json sl = json::parse(slots->body);
+  ASSERT_EQ(sl.size(), 2u) << slots->body;
+  EXPECT_EQ(sl[1]["id"], 1);
+  EXPECT_EQ(sl[0]["is_processing"], false);
+  auto applied = Post("/apply-template", json({{"messages", {{{"role", "user"}, {"content", "Hi there"}}}}}).dump());
+  ASSERT_TRUE(applied);
+  ASSERT_EQ(applied->status, 200) << applied->body;
+  const std::string prompt = json::parse(applied->body)["prompt"].get<std::string>();
+  EXPECT_NE(prompt.find("Hi there"), std::string::npos) << prompt;
+  // The same text the chat endpoint runs: its prompt token count is the text's.
+  auto tokens = Post("/tokenize", json({{"content", prompt}, {"add_special", true}}).dump());
+  ASSERT_TRUE(tokens);
+  auto chat = Post("/v1/chat/completions", ChatBody("Hi there", R"("max_tokens":1)"));
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(json::parse(chat->body)["usage"]["prompt_tokens"], json::parse(tokens->body)["tokens"].size()) << chat->body;
+  auto bad = Post("/apply-template", R"({"messages":"x"})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  // id_slot: the request runs in that slot; its cache is then that slot's.
+  for (int slot : {1, 0, 1}) {
+    auto r = Post("/v1/completions", R"({"prompt":"pinned","max_tokens":2,"id_slot":)" + std::to_string(slot) + "}");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["timings"]["slot"], slot) << r->body;
+  }
+  auto after = json::parse(Client().Get("/slots")->body);
+  EXPECT_GT(after[1]["n_cached_tokens"].get<int>(), 0) << after.dump();
+  auto past = Post("/v1/completions", R"({"prompt":"x","id_slot":2})");
+  ASSERT_TRUE(past);
+  EXPECT_EQ(past->status, 400);
+  EXPECT_NE(past->body.find("'id_slot' is 2; this server has 2 slots (0..1)"), std::string::npos) << past->body;
+  auto post_props = Post("/props", "{}");
+  ASSERT_TRUE(post_props);
+  EXPECT_EQ(post_props->status, 405);
+}
+
 // logit_bias bans and favours tokens (by id, and llama-server's text keys),
 // penalty_last_n is taken, and n_probs reports the top N at each step.
 TEST_F(ServeHttpTest, LogitBiasNProbsAndThePenaltyWindowAreHonoured) {

@@ -634,7 +634,7 @@ TEST(ApiRequestTest, EveryBadBodyGetsAnErrorNamingTheProblem) {
       {ApiKind::kChat, "{" + m + R"(,"samplers":["top_k"]})", "samplers", "not implemented"},
       {ApiKind::kChat, "{" + m + R"(,"lora":[{"id":0,"scale":1}]})", "lora", "not implemented"},
       {ApiKind::kChat, "{" + m + R"(,"n_keep":10})", "n_keep", "never shifted"},
-      {ApiKind::kChat, "{" + m + R"(,"id_slot":1})", "id_slot", "chosen by the server"},
+      {ApiKind::kChat, "{" + m + R"(,"id_slot":-2})", "id_slot", "in [-1, 2147483647]"},
       {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":[1]})", "chat_template_kwargs", "must be an object"},
       {ApiKind::kChat, "{" + m + R"(,"chat_template_kwargs":{"messages":[]}})", "chat_template_kwargs",
        "set by the server"},

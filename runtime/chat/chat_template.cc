@@ -15,6 +15,7 @@ Result<ChatTemplate> ChatTemplate::FromPack(std::string_view source, std::string
   auto parsed = jinja::Template::Parse(source);
   if (!parsed.ok()) return Unsupported("the pack's chat template cannot be read: " + parsed.status().message());
   t.jinja = std::make_shared<const jinja::Template>(std::move(*parsed));
+  t.source = std::string(source);
   t.chatml_markers = source.find("<|im_end|>") != std::string_view::npos;
   t.thinking = source.find("</think>") != std::string_view::npos;
   auto sample = t.Render({{"user", "Hello", nullptr}}, true);

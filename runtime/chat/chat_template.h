@@ -38,6 +38,7 @@ struct ChatTemplate {
   std::string bos_token, eos_token;              // the texts the template sees
   bool chatml_markers = false;                   // the template writes <|im_end|>
   bool thinking = false;                         // the template knows <think> blocks
+  std::string source;                            // the Jinja text; empty: ChatML
 
   std::string name() const { return jinja ? "the pack's (Jinja)" : "ChatML"; }
 

@@ -117,8 +117,6 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
       {"min_keep", 0, "no minimum candidate count (0 is accepted)"},
       {"t_max_predict_ms", 0, "no time limit on generation (0 is accepted)"},
       {"n_indent", 0, "no indentation limit (0 is accepted)"},
-      {"id_slot", -1, "slots are chosen by the server (-1 is accepted)"},
-      {"slot_id", -1, "slots are chosen by the server (-1 is accepted)"},
   };
   for (const NeutralNumber& n : kNumbers)
     if (const json* v = Field(body, n.name); v && !v->is_null() && !(v->is_number() && v->get<double>() == n.neutral))
@@ -685,6 +683,14 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
   if (auto e = ParseConstraint(j, out)) return e;
   if (auto e = ParseLogprobs(j, kind, out)) return e;
   if (auto e = ParseNProbs(j, out)) return e;
+  // llama-server's id_slot (slot_id, its older name): the slot to run in;
+  // the server checks it against its slot count.
+  for (const char* f : {"id_slot", "slot_id"}) {
+    if (!Field(j, f)) continue;
+    int64_t v = 0;
+    if (auto e = GetInt(j, f, -1, INT32_MAX, &v)) return e;
+    out->id_slot = static_cast<int>(v);
+  }
   if (auto e = ParseLogitBias(j, limits, out)) return e;
   if (const json* n = Field(j, "n"); n && !n->is_null()) {
     int64_t k = 0;

@@ -67,6 +67,7 @@ struct ApiRequest {
   // (the server tokenizes them; ids are in sampling.logit_bias).
   std::vector<std::pair<std::string, float>> logit_bias_text;
   int n = 1;                          // choices
+  int id_slot = -1;                   // llama-server's id_slot: -1 any
 };
 
 inline constexpr int kMaxChoices = 8;

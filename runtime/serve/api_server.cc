@@ -522,6 +522,9 @@ const ApiServer::Route* ApiServer::FindRoute(std::string_view path) {
       {"/chat/completions", {&ApiServer::HandleChat, true, false}},
       {"/v1/completions", {&ApiServer::HandleCompletion, true, false}},
       {"/completions", {&ApiServer::HandleCompletion, true, false}},
+      {"/props", {&ApiServer::HandleProps, false, false}},
+      {"/slots", {&ApiServer::HandleSlots, false, false}},
+      {"/apply-template", {&ApiServer::HandleApplyTemplate, true, false}},
   };
   for (const auto& [p, r] : kRoutes)
     if (p == path) return &r;
@@ -694,6 +697,60 @@ void ApiServer::HandleMetrics(const HttpRequest&, HttpResponse& res) {
   res.Send(200, "text/plain; version=0.0.4; charset=utf-8", text);
 }
 
+// GET /props: llama-server's server properties (read-only here: POST is 405).
+void ApiServer::HandleProps(const HttpRequest&, HttpResponse& res) {
+  const ServingModel& m = *ready();
+  const SchedulerOptions& so = m.scheduler->options();
+  const SamplingParams& s = options_.sampling;
+  json params = {{"temperature", s.temperature},        {"top_k", s.top_k},
+                 {"top_p", s.top_p},                    {"min_p", s.min_p},
+                 {"repeat_penalty", s.repeat_penalty},  {"presence_penalty", s.presence_penalty},
+                 {"frequency_penalty", s.frequency_penalty}, {"penalty_last_n", s.penalty_last_n},
+                 {"n_predict", options_.max_tokens > 0 ? options_.max_tokens : -1}};
+  SendJson(res, 200,
+           {{"default_generation_settings", {{"n_ctx", so.n_ctx}, {"params", params}}},
+            {"total_slots", so.parallel},
+            {"model_path", m.id},
+            {"chat_template", m.chat_template.source},
+            {"chat_template_name", m.chat_template.fallback ? "ChatML (fallback: the pack has none)" : m.chat_template.name()},
+            {"modalities", {{"vision", false}, {"audio", false}}},
+            {"build_info", std::string("strata ") + kVersion}});
+}
+
+// GET /slots: each slot, as the scheduler last saw it.
+void ApiServer::HandleSlots(const HttpRequest&, HttpResponse& res) {
+  const ServingModel& m = *ready();
+  const SchedulerMetrics metrics = m.scheduler->Metrics();
+  json slots = json::array();
+  for (const SlotSnapshot& s : metrics.slots)
+    slots.push_back({{"id", s.id},
+                     {"n_ctx", metrics.n_ctx},
+                     {"is_processing", s.is_processing},
+                     {"n_cached_tokens", s.n_cached},
+                     {"n_prompt_tokens", s.n_prompt},
+                     {"n_decoded", s.n_decoded}});
+  SendJson(res, 200, slots);
+}
+
+// POST /apply-template: the prompt text a chat request would run (its
+// messages, tools and chat_template_kwargs, checked as /v1/chat/completions
+// checks them), without running it.
+void ApiServer::HandleApplyTemplate(const HttpRequest& req, HttpResponse& res) {
+  const ServingModel& m = *ready();
+  ApiLimits limits;
+  limits.n_ctx = m.scheduler->options().n_ctx;
+  limits.n_vocab = m.model->hp().n_vocab;
+  ApiRequest ar;
+  if (auto e = ParseApiRequest(ApiKind::kChat, req.body, options_.sampling, limits, &ar)) return SendError(res, *e);
+  json extra = ar.template_kwargs;
+  if (!ar.tools.empty() && !ar.tool_choice_none) extra["tools"] = ar.tools;
+  auto text = m.chat_template.Render(ar.messages, /*add_generation_prompt=*/true, extra);
+  if (!text.ok())
+    return SendError(res, BadRequest("the chat template refused the conversation: " + text.status().message(),
+                                     "messages", "template_error"));
+  SendJson(res, 200, {{"prompt", SanitizeUtf8(*text)}});
+}
+
 // POST /tokenize.
 void ApiServer::HandleTokenize(const HttpRequest& req, HttpResponse& res) {
   json body;
@@ -820,6 +877,15 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   if (g.max_tokens < 0) g.max_tokens = options_.max_tokens > 0 ? options_.max_tokens
                                        : kind == ApiKind::kCompletion ? 16 : -1;  // OpenAI's defaults
   g.top_logprobs = ar.top_logprobs;
+  if (ar.id_slot >= 0) {
+    const int slots = m.scheduler->options().parallel;
+    if (ar.id_slot >= slots)
+      return reject(BadRequest(StrFormat("'id_slot' is %d; this server has %d slot%s (0..%d)", ar.id_slot, slots,
+                                         slots == 1 ? "" : "s", slots - 1),
+                               "id_slot", "invalid_value"));
+    if (ar.n > 1) return reject(BadRequest("'id_slot' names one slot; 'n' > 1 needs several", "id_slot", "invalid_value"));
+    g.id_slot = ar.id_slot;
+  }
 
   // Constrained sampling: the grammar of the answer (or of its tool calls).
   std::string gbnf;

@@ -101,6 +101,9 @@ class ApiServer {
   void HandleDetokenize(const HttpRequest& req, HttpResponse& res);
   void HandleChat(const HttpRequest& req, HttpResponse& res);
   void HandleCompletion(const HttpRequest& req, HttpResponse& res);
+  void HandleProps(const HttpRequest& req, HttpResponse& res);
+  void HandleSlots(const HttpRequest& req, HttpResponse& res);
+  void HandleApplyTemplate(const HttpRequest& req, HttpResponse& res);
   void HandleGenerate(ApiKind kind, const HttpRequest& req, HttpResponse& res);
   const ServingModel* ready() const { return ready_.load(std::memory_order_acquire); }
   Result<std::shared_ptr<grammar::TokenMasker>> MaskerFor(const std::string& gbnf,

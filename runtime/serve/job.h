@@ -62,6 +62,8 @@ struct GenerationRequest {
   // prompt and the others copy its cache when they run beside it.
   uint64_t group = 0;
   int group_index = 0;
+  // llama-server's id_slot: run in this slot (waiting for it); -1 any.
+  int id_slot = -1;
   std::shared_ptr<JobSignal> signal;  // notified on every update, if set
 };
 

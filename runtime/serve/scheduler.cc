@@ -140,6 +140,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, Backend
   s->metrics_.n_slots = o.parallel;
   s->metrics_.n_ctx = o.n_ctx;
   s->metrics_.state_bytes = bytes;
+  s->SnapshotSlotsLocked();  // before the thread starts: nothing else runs
   return s;
 }
 
@@ -323,9 +324,17 @@ void Scheduler::AdmitLocked() {
     metrics_.requests_cancelled_total +=
         std::erase_if(queue_, [](const std::shared_ptr<Job>& j) { return j->cancelled(); });
   }
-  while (!queue_.empty() && active_ < options_.parallel) {
-    std::shared_ptr<Job> job = std::move(queue_.front());
-    queue_.pop_front();
+  // In order; a job that asks for a busy slot (id_slot) waits for it
+  // without holding up the jobs behind it.
+  for (size_t q = 0; q < queue_.size() && active_ < options_.parallel;) {
+    const int wanted = queue_[q]->request().id_slot;
+    if (wanted >= 0 && !queue_[q]->cancelled() &&
+        (wanted >= static_cast<int>(slots_.size()) || slots_[static_cast<size_t>(wanted)]->phase != Slot::Phase::kIdle)) {
+      ++q;
+      continue;
+    }
+    std::shared_ptr<Job> job = std::move(queue_[q]);
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(q));
     if (job->cancelled()) {
       ++metrics_.requests_cancelled_total;
       continue;
@@ -342,7 +351,7 @@ void Scheduler::AdmitLocked() {
     Slot* best = nullptr;
     ReusePlan best_plan;
     for (auto& s : slots_) {
-      if (s->phase != Slot::Phase::kIdle) continue;
+      if (s->phase != Slot::Phase::kIdle || (wanted >= 0 && s->id != wanted)) continue;
       ReusePlan plan = PlanReuse(s->cached, job->request().prompt, recurrent_, s->snapshot_pos);
       if (!best || plan.tokens > best_plan.tokens ||
           (plan.tokens == best_plan.tokens && s->last_used < best->last_used)) {
@@ -356,6 +365,20 @@ void Scheduler::AdmitLocked() {
   }
   metrics_.requests_deferred = static_cast<int>(queue_.size());
   metrics_.requests_processing = active_;
+  SnapshotSlotsLocked();
+}
+
+void Scheduler::SnapshotSlotsLocked() {
+  metrics_.slots.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = *slots_[i];
+    SlotSnapshot& out = metrics_.slots[i];
+    out.id = s.id;
+    out.is_processing = s.phase != Slot::Phase::kIdle;
+    out.n_cached = s.state.n_past;
+    out.n_prompt = out.is_processing && s.job ? static_cast<int64_t>(s.job->request().prompt.size()) : 0;
+    out.n_decoded = out.is_processing ? static_cast<int64_t>(s.generated.size()) : 0;
+  }
 }
 
 void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job, Slot* leader) {
@@ -524,6 +547,7 @@ void Scheduler::Step() {
   uint64_t kv = 0;
   for (auto& s : slots_) kv += static_cast<uint64_t>(s->state.n_past);
   metrics_.kv_cache_tokens = kv;
+  SnapshotSlotsLocked();
 }
 
 // The choices waiting for `leader`'s prompt take a copy of its cache and

@@ -70,8 +70,18 @@ struct ReusePlan {
 ReusePlan PlanReuse(std::span<const int32_t> cached, std::span<const int32_t> prompt, bool recurrent,
                     int64_t snapshot_pos);
 
+// One slot as GET /slots shows it.
+struct SlotSnapshot {
+  int id = 0;
+  bool is_processing = false;
+  int64_t n_cached = 0;       // positions its state holds
+  int64_t n_prompt = 0;       // the running request's prompt tokens
+  int64_t n_decoded = 0;      // ... and tokens generated so far
+};
+
 struct SchedulerMetrics {
   int n_slots = 0;
+  std::vector<SlotSnapshot> slots;
   int64_t n_ctx = 0;
   uint64_t prompt_tokens_total = 0;         // prompt tokens run
   uint64_t prompt_tokens_reused_total = 0;  // prompt tokens taken from a slot's cache
@@ -151,6 +161,7 @@ class Scheduler {
   void CheckBackendHealth();
   void Emit(Slot& slot, std::span<const float> logits);
   void FinishSlot(Slot& slot, FinishReason reason, const ApiError* error);
+  void SnapshotSlotsLocked();  // metrics_.slots from slots_ (mu_ held, on the scheduler thread)
 
   const Model& model_;
   Backend& backend_;
