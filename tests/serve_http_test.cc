@@ -124,9 +124,11 @@ class ServeHttpTest : public ::testing::Test {
     return pack;
   }
   // Starts `server` on `pack` (reference backend, one thread), ready to serve.
-  static void StartOn(ServerProcess& server, const std::string& pack) {
+  static void StartOn(ServerProcess& server, const std::string& pack, std::vector<std::string> extra = {}) {
     std::string error;
-    ASSERT_TRUE(server.Start({pack, "--serve", "--reference", "-t", "1"}, {}, &error)) << error;
+    std::vector<std::string> args = {pack, "--serve", "--reference", "-t", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_TRUE(server.Start(args, {}, &error)) << error;
     ASSERT_TRUE(server.WaitReady(kLongMs)) << server.Log();
   }
   static httplib::Client ClientOf(const ServerProcess& server) {
@@ -693,17 +695,116 @@ TEST_F(ServeHttpTest, ToolsReachTheTemplateAndToolHistoryRenders) {
   EXPECT_TRUE(server.WaitForLog("strata serve: request"));
   server.Terminate();
   EXPECT_EQ(server.WaitExit(kLongMs), 0);
-  // A template without a tool-call format Strata reads refuses tools instead of ignoring them.
+  // A template without a tool-call format Strata reads, and without a system
+  // role (Gemma's raises on one): the generic format, its description in the
+  // first user turn, the call a constrained JSON answer.
   ServerProcess g;
-  ASSERT_NO_FATAL_FAILURE(StartOn(g, PackWithTemplate("google-gemma-2-2b-it")));
+  const std::string gemma = *dir_ + "/gemma-2048.strata";  // room for the tools' description
+  ASSERT_TRUE(testing::RewriteManifest(PackWithTemplate("google-gemma-2-2b-it"), gemma,
+                                       [](fb::ManifestT& pm) { pm.hparams->n_ctx_train = 2048; })
+                  .ok());
+  ASSERT_NO_FATAL_FAILURE(StartOn(g, gemma, {"-c", "2048"}));
   httplib::Client gc = ClientOf(g);
-  json gb = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"tools", tools}};
-  auto refused = gc.Post("/v1/chat/completions", gb.dump(), "application/json");
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 400);
-  EXPECT_NE(refused->body.find("no tool-call format"), std::string::npos) << refused->body;
+  json gb = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"tools", tools},
+             {"tool_choice", "required"}, {"max_tokens", 120}};
+  auto called = gc.Post("/v1/chat/completions", gb.dump(), "application/json");
+  ASSERT_TRUE(called);
+  ASSERT_EQ(called->status, 200) << called->body;
+  json gm = json::parse(called->body)["choices"][0];
+  if (gm["finish_reason"] == "tool_calls") {
+    EXPECT_EQ(gm["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  } else {
+    EXPECT_EQ(gm["finish_reason"], "length") << called->body;
+  }
+  auto shown = gc.Post("/apply-template", gb.dump(), "application/json");
+  ASSERT_TRUE(shown);
+  ASSERT_EQ(shown->status, 200) << shown->body;
+  const std::string gp = json::parse(shown->body)["prompt"].get<std::string>();
+  EXPECT_NE(gp.find("<start_of_turn>user\nYou can call these tools:"), std::string::npos) << gp;
   g.Terminate();
   EXPECT_EQ(g.WaitExit(kLongMs), 0);
+}
+
+// Tools with any model (llama-server's generic format): a template without
+// tool calls (here none: ChatML) gets the tools described in its system
+// message and answers with one constrained JSON object. A required call's
+// arguments follow the tool's schema; the call and its result render into
+// the next prompt; auto may answer in text.
+TEST_F(ServeHttpTest, ToolsWorkWithAModelWhoseTemplateHasNoToolCalls) {
+  const std::string pack = *dir_ + "/tiny-2048.strata";  // room for the tools' description
+  ASSERT_TRUE(
+      testing::RewriteManifest(Pack(), pack, [](fb::ManifestT& pm) { pm.hparams->n_ctx_train = 2048; }).ok());
+  ASSERT_NO_FATAL_FAILURE(StartOn(server_, pack, {"-c", "2048"}));
+  const json tools = json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",
+      "parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":12},
+      "days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}}},
+      {"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}}])");
+  auto ask = [&](const json& messages, const json& choice, int max_tokens) {
+    json body = {{"messages", messages}, {"tools", tools}, {"tool_choice", choice}, {"max_tokens", max_tokens},
+                 {"seed", 3}};
+    auto r = Post("/v1/chat/completions", body.dump());
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body)["choices"][0];
+  };
+  const json user = json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}}});
+  for (int attempt = 0; attempt < 3; ++attempt) {  // a random model may run out of tokens inside a string
+    json c = ask(user, "required", 200);
+    if (c["finish_reason"] == "length") continue;
+    ASSERT_EQ(c["finish_reason"], "tool_calls") << c.dump();
+    const json& call = c["message"]["tool_calls"][0];
+    const std::string name = call["function"]["name"].get<std::string>();
+    EXPECT_TRUE(name == "get_weather" || name == "get_time") << c.dump();
+    EXPECT_TRUE(json::parse(call["function"]["arguments"].get<std::string>()).is_object()) << c.dump();
+    break;
+  }
+  // Named: that function, with its arguments' schema.
+  json named = ask(user, json::parse(R"({"type":"function","function":{"name":"get_weather"}})"), 200);
+  if (named["finish_reason"] == "tool_calls") {
+    const json& call = named["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+    const json args = json::parse(call["function"]["arguments"].get<std::string>());
+    ASSERT_TRUE(args.contains("city") && args["city"].is_string()) << args.dump();
+    EXPECT_LE(args["city"].get<std::string>().size(), 12u * 4) << args.dump();
+    ASSERT_TRUE(args.contains("days") && args["days"].is_number_integer()) << args.dump();
+    EXPECT_GE(args["days"].get<int>(), 1);
+    EXPECT_LE(args["days"].get<int>(), 7);
+  } else {
+    EXPECT_EQ(named["finish_reason"], "length") << named.dump();
+  }
+  // The round trip: the call and its result reach the next prompt as the generic format writes them.
+  const json history = json::parse(R"([{"role":"user","content":"Weather in Oslo?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\",\"days\":1}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"-3C and snow"}])");
+  auto shown = Post("/apply-template", json({{"messages", history}, {"tools", tools}}).dump());
+  ASSERT_TRUE(shown);
+  ASSERT_EQ(shown->status, 200) << shown->body;
+  const std::string prompt = json::parse(shown->body)["prompt"].get<std::string>();
+  EXPECT_NE(prompt.find("<|im_start|>system\nYou can call these tools:\n["), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("<|im_start|>assistant\n{\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":"
+                        "{\"city\":\"Oslo\",\"days\":1}}]}<|im_end|>"),
+            std::string::npos)
+      << prompt;
+  EXPECT_NE(prompt.find("<|im_start|>user\n{\"tool_response\":{\"content\":\"-3C and snow\",\"tool_call_id\":"
+                        "\"call_1\"}}<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos)
+      << prompt;
+  // The final answer (auto): a call or text, never the raw JSON when it finished.
+  json final_answer = ask(history, "auto", 200);
+  if (final_answer["finish_reason"] == "stop") {
+    EXPECT_TRUE(final_answer["message"]["content"].is_string()) << final_answer.dump();
+    EXPECT_EQ(final_answer["message"]["content"].get<std::string>().rfind("{\"response\"", 0), std::string::npos);
+  } else if (final_answer["finish_reason"] == "tool_calls") {
+    EXPECT_FALSE(final_answer["message"]["tool_calls"].empty());
+  } else {
+    EXPECT_EQ(final_answer["finish_reason"], "length") << final_answer.dump();
+  }
+  // A constraint of its own cannot be followed too.
+  json both = {{"messages", user}, {"tools", tools}, {"response_format", {{"type", "json_object"}}}};
+  auto refused = Post("/v1/chat/completions", both.dump());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
 }
 
 // A small template in the Hermes / Qwen3 tool-call style (<tool_call> JSON),

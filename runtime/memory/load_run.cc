@@ -66,8 +66,8 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   const HParams& hp = run.model->hp();
   run.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(hp.n_ctx_train, 4096);
   if (run.n_ctx > hp.n_ctx_train)
-    return InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (Strata does not "
-                                     "implement RoPE scaling)",
+    return InvalidArgument(StrFormat("-c %lld is more than the model's training context %u (its GGUF's "
+                                     "context_length, which counts any RoPE scaling the model was made with)",
                                      static_cast<long long>(run.n_ctx), hp.n_ctx_train));
   return run;
 }

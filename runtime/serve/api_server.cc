@@ -475,6 +475,17 @@ void AnswerWhenDone(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   if (res.Write(Dump(x->Answer()))) res.End();
 }
 
+// The messages a chat request renders: as sent, or, with the generic tool
+// format, rewritten by GenericToolMessages (the tools described in a system
+// message, or in the first user message when the template refuses one).
+std::vector<ChatMessage> ChatMessagesFor(const ChatTemplate& t, const ApiRequest& ar, bool generic_tools,
+                                         const json& extra) {
+  if (!generic_tools) return ar.messages;
+  std::vector<ChatMessage> with_system = GenericToolMessages(ar.messages, ar.tools, /*system_role=*/true);
+  if (t.Render(with_system, true, extra).ok()) return with_system;
+  return GenericToolMessages(ar.messages, ar.tools, /*system_role=*/false);
+}
+
 }  // namespace
 
 ApiServer::ApiServer(const ServeOptions& options) : options_(options) {
@@ -743,8 +754,11 @@ void ApiServer::HandleApplyTemplate(const HttpRequest& req, HttpResponse& res) {
   ApiRequest ar;
   if (auto e = ParseApiRequest(ApiKind::kChat, req.body, options_.sampling, limits, &ar)) return SendError(res, *e);
   json extra = ar.template_kwargs;
-  if (!ar.tools.empty() && !ar.tool_choice_none) extra["tools"] = ar.tools;
-  auto text = m.chat_template.Render(ar.messages, /*add_generation_prompt=*/true, extra);
+  const bool tools_active = !ar.tools.empty() && !ar.tool_choice_none;
+  const bool generic_tools = tools_active && m.tool_format == ToolCallFormat::kNone;
+  if (tools_active && !generic_tools) extra["tools"] = ar.tools;
+  auto text = m.chat_template.Render(ChatMessagesFor(m.chat_template, ar, generic_tools, extra),
+                                     /*add_generation_prompt=*/true, extra);
   if (!text.ok())
     return SendError(res, BadRequest("the chat template refused the conversation: " + text.status().message(),
                                      "messages", "template_error"));
@@ -836,22 +850,26 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   GenerationRequest g;
   bool opens_thinking = false;
   const bool tools_active = kind == ApiKind::kChat && !ar.tools.empty() && !ar.tool_choice_none;
+  // A template without a tool-call format Strata reads gets llama-server's
+  // generic one: the tools described in the system message, the answer one
+  // JSON object, always constrained.
+  const ToolCallFormat tool_format =
+      tools_active && m.tool_format == ToolCallFormat::kNone ? ToolCallFormat::kGeneric : m.tool_format;
+  const bool generic_tools = tools_active && tool_format == ToolCallFormat::kGeneric;
   g.stop = ar.stop;
   g.ignore_eog = ar.ignore_eos;
   if (kind == ApiKind::kChat) {
     g.kind = "chat";
     std::string rendered;
     json extra = ar.template_kwargs;
-    if (tools_active) {
-      if (m.tool_format == ToolCallFormat::kNone)
-        return reject(BadRequest("this model's chat template has no tool-call format Strata reads (it reads "
-                                 "Qwen3's <tool_call> JSON, Qwen3.5's <function=...> form, GLM-4.5's <arg_key> form, "
-                                 "DeepSeek V3.1's call tokens, Mistral's [TOOL_CALLS] "
-                                 "and Llama 3's JSON); send no tools, or \"tool_choice\": \"none\"",
-                                 "tools", "unsupported_parameter"));
-      extra["tools"] = ar.tools;
-    }
-    auto ids = ChatPromptTokens(*m.tok, m.chat_template, ar.messages, extra, &rendered);
+    if (generic_tools && ar.constraint != ApiRequest::Constraint::kNone)
+      return reject(BadRequest("this model's chat template has no tool-call format of its own, so its tool calls are "
+                               "a constrained JSON answer, which cannot also follow 'response_format' or 'grammar'; "
+                               "send one or the other",
+                               "response_format", "invalid_value"));
+    if (tools_active && !generic_tools) extra["tools"] = ar.tools;
+    const std::vector<ChatMessage> messages = ChatMessagesFor(m.chat_template, ar, generic_tools, extra);
+    auto ids = ChatPromptTokens(*m.tok, m.chat_template, messages, extra, &rendered);
     if (!ids.ok())
       return reject(BadRequest("the chat template refused the conversation: " + ids.status().message(), "messages",
                                "template_error"));
@@ -902,9 +920,17 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
       return reject(BadRequest("the JSON Schema cannot be enforced: " + text.status().message(), constraint_param,
                                "invalid_schema"));
     gbnf = *text;
+  } else if (generic_tools) {
+    constraint_param = "tools";
+    auto text = GenericToolGrammar(ar.tools, ar.tool_choice_name, ar.parallel_tool_calls,
+                                   /*allow_response=*/!ar.tool_choice_required && ar.tool_choice_name.empty());
+    if (!text.ok())
+      return reject(BadRequest("the tools' parameter schemas cannot be enforced: " + text.status().message(), "tools",
+                               "invalid_schema"));
+    gbnf = *text;
   } else if (tools_active && (ar.tool_choice_required || !ar.tool_choice_name.empty())) {
     constraint_param = "tools";
-    auto text = ToolCallGrammar(m.tool_format, ar.tools, ar.tool_choice_name, ar.parallel_tool_calls);
+    auto text = ToolCallGrammar(tool_format, ar.tools, ar.tool_choice_name, ar.parallel_tool_calls);
     if (!text.ok())
       return reject(BadRequest("the tools' parameter schemas cannot be enforced: " + text.status().message(), "tools",
                                "invalid_schema"));
@@ -944,7 +970,7 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     if (kind == ApiKind::kChat && ar.split_reasoning && m.chat_template.thinking)
       c.splitter = ReasoningSplitter(true, opens_thinking);
     if (kind == ApiKind::kChat && m.harmony && ar.split_reasoning) c.harmony.emplace(tools_active);
-    else if (tools_active) c.tool_streamer.emplace(m.tool_format);
+    else if (tools_active) c.tool_streamer.emplace(tool_format);
     x->choices.push_back(std::move(c));
   }
   if (ar.stream) return StreamAnswer(res, x);

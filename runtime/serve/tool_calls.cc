@@ -190,6 +190,7 @@ Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
       return calls[0];
     }
     case ToolCallFormat::kHarmony: return InvalidArgument("harmony's calls are read by HarmonyStreamer");
+    case ToolCallFormat::kGeneric: return InvalidArgument("generic answers are read whole by ToolCallStreamer");
     case ToolCallFormat::kNone: break;
   }
   return InvalidArgument("this template has no tool-call format");
@@ -210,6 +211,7 @@ ToolCallStreamer::Out ToolCallStreamer::Finish() {
 
 void ToolCallStreamer::Run(Out* out, bool final) {
   if (format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kLlama3) return RunToEnd(out, final);
+  if (format_ == ToolCallFormat::kGeneric) return RunGeneric(out, final);
   const bool ds = format_ == ToolCallFormat::kDeepSeek;
   const std::string_view open_tag = ds ? kDsOpen : kOpen, close_tag = ds ? kDsClose : kClose;
   while (true) {
@@ -264,6 +266,42 @@ void ToolCallStreamer::Run(Out* out, bool final) {
 // Formats whose calls run to the end of the answer: Mistral's from
 // [TOOL_CALLS] on; Llama 3's when the whole answer is one JSON object. What
 // does not parse at the end is content.
+// The generic format's answer is one JSON object, read when it ends:
+// {"tool_calls": [...]} (or one "tool_call") become calls, {"response": TEXT}
+// becomes content; anything else (an answer cut by max_tokens) stays text.
+void ToolCallStreamer::RunGeneric(Out* out, bool final) {
+  if (!final) return;
+  const ojson j = ojson::parse(Trim(pending_), nullptr, false);
+  std::vector<ToolCall> calls;
+  bool read = false;
+  if (j.is_object() && j.size() == 1) {
+    if (auto r = j.find("response"); r != j.end() && r->is_string()) {
+      out->content += r->get<std::string>();
+      read = true;
+    } else if (auto list = j.find("tool_calls"); list != j.end() && list->is_array() && !list->empty()) {
+      read = true;
+      for (const ojson& c : *list) {
+        auto call = ParseJsonCall(c.dump());
+        if (!call.ok()) {
+          read = false;
+          break;
+        }
+        calls.push_back(std::move(*call));
+      }
+    } else if (auto one = j.find("tool_call"); one != j.end() && one->is_object()) {
+      auto call = ParseJsonCall(one->dump());
+      if (call.ok()) calls.push_back(std::move(*call)), read = true;
+    }
+  }
+  if (!read) {
+    out->content += pending_;
+    calls.clear();
+  }
+  for (ToolCall& c : calls) out->calls.push_back(std::move(c));
+  calls_ += calls.size();
+  pending_.clear();
+}
+
 void ToolCallStreamer::RunToEnd(Out* out, bool final) {
   if (format_ == ToolCallFormat::kLlama3 && !decided_) {
     std::string_view head = Trim(pending_);
@@ -351,8 +389,102 @@ Result<std::string> ArgumentItems(grammar::GbnfBuilder& b, const std::string& na
 
 }  // namespace
 
+Result<std::string> GenericToolGrammar(const nlohmann::ordered_json& tools, const std::string& only, bool parallel,
+                                       bool allow_response) {
+  using grammar::GbnfLiteral;
+  grammar::GbnfBuilder b;
+  std::vector<std::string> calls;
+  for (const auto& t : tools) {
+    const auto& fn = t.at("function");
+    const std::string name = fn.at("name").get<std::string>();
+    if (!only.empty() && name != only) continue;
+    nlohmann::ordered_json params = nlohmann::ordered_json{{"type", "object"}};
+    if (auto p = fn.find("parameters"); p != fn.end() && p->is_object() && !p->empty()) params = *p;
+    auto args = b.AddSchema(params, name + "-args");
+    if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
+    calls.push_back(b.AddRule("call-" + name, GbnfLiteral("{\"name\": " + nlohmann::json(name).dump() +
+                                                         ", \"arguments\": ") +
+                                                 " " + *args + " " + GbnfLiteral("}")));
+  }
+  if (calls.empty()) return InvalidArgument("tool_choice names '" + only + "', which is not among the tools");
+  std::string any;
+  for (const auto& c : calls) any += (any.empty() ? "" : " | ") + c;
+  if (calls.size() > 1) any = b.AddRule("call", any);
+  std::string answer = GbnfLiteral("{\"tool_calls\": [") + " " + any +
+                       (parallel ? " (" + GbnfLiteral(", ") + " " + any + ")*" : "") + " " + GbnfLiteral("]}");
+  if (allow_response) {
+    auto text = b.AddSchema(nlohmann::ordered_json{{"type", "string"}}, "response-text");
+    if (!text.ok()) return text.status();
+    answer = "( " + answer + " ) | " + GbnfLiteral("{\"response\": ") + " " + *text + " " + GbnfLiteral("}");
+  }
+  return b.Text(answer);
+}
+
+std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& messages,
+                                             const nlohmann::ordered_json& tools, bool system_role) {
+  ojson described = ojson::array();
+  for (const auto& t : tools) {
+    const auto& fn = t.at("function");
+    ojson d = {{"name", fn.at("name")}};
+    if (auto x = fn.find("description"); x != fn.end()) d["description"] = *x;
+    if (auto x = fn.find("parameters"); x != fn.end()) d["parameters"] = *x;
+    described.push_back(std::move(d));
+  }
+  const std::string guide =
+      "You can call these tools:\n" + described.dump(-1, ' ', false, ojson::error_handler_t::replace) +
+      "\n\nAnswer with one JSON object and nothing else: {\"tool_calls\": [{\"name\": ..., \"arguments\": "
+      "{...}}]} to call tools (their results come back in the next message), or {\"response\": \"...\"} to answer "
+      "the user.";
+  std::vector<ChatMessage> out;
+  bool guided = false;
+  if (system_role && (messages.empty() || messages[0].role != "system")) {
+    out.push_back({"system", guide, nullptr});
+    guided = true;
+  }
+  bool after_tool = false;  // the last message out holds tool results
+  for (size_t i = 0; i < messages.size(); ++i) {
+    ChatMessage m = messages[i];
+    if (!guided && system_role && i == 0 && m.role == "system") {
+      m.content += (m.content.empty() ? "" : "\n\n") + guide;
+      guided = true;
+    } else if (!guided && !system_role && m.role == "user") {
+      m.content = guide + "\n\n" + m.content;
+      guided = true;
+    }
+    if (m.role == "assistant" && m.extra.is_object() && m.extra.contains("tool_calls")) {
+      ojson calls = ojson::array();
+      for (const ojson& c : m.extra["tool_calls"])
+        calls.push_back({{"name", c["function"]["name"]}, {"arguments", c["function"]["arguments"]}});
+      m.content = ojson{{"tool_calls", calls}}.dump();
+      m.extra.erase("tool_calls");
+    } else if (m.role == "assistant" && !m.content.empty()) {
+      m.content = ojson{{"response", m.content}}.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    } else if (m.role == "tool") {
+      ojson r = {{"content", m.content}};
+      if (m.extra.is_object()) {
+        if (m.extra.contains("name")) r["name"] = m.extra["name"];
+        if (m.extra.contains("tool_call_id")) r["tool_call_id"] = m.extra["tool_call_id"];
+      }
+      const std::string text = ojson{{"tool_response", r}}.dump(-1, ' ', false, ojson::error_handler_t::replace);
+      if (after_tool) {  // one user turn for consecutive results (templates that want turns to alternate)
+        out.back().content += "\n" + text;
+        continue;
+      }
+      m = {"user", text, nullptr};
+      out.push_back(std::move(m));
+      after_tool = true;
+      continue;
+    }
+    after_tool = false;
+    out.push_back(std::move(m));
+  }
+  if (!guided) out.insert(out.begin(), ChatMessage{"user", guide, nullptr});
+  return out;
+}
+
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel) {
+  if (format == ToolCallFormat::kGeneric) return GenericToolGrammar(tools, only, parallel, false);
   using grammar::GbnfLiteral;
   grammar::GbnfBuilder b;
   std::vector<std::string> calls;
@@ -419,6 +551,7 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
     case ToolCallFormat::kLlama3:
       return b.Text(any);  // one call: the whole answer
     case ToolCallFormat::kNone:
+    case ToolCallFormat::kGeneric:  // GenericToolGrammar, above
       break;
   }
   return InvalidArgument("this chat template has no tool-call format");

@@ -26,12 +26,17 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/base/status.h"
+#include "runtime/chat/chat_template.h"
 
 namespace strata::serve {
 
 // kHarmony: gpt-oss's messages to functions.NAME (runtime/serve/harmony.h
 // parses them, with its channels).
-enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek, kHarmony };
+// kGeneric: for a template without tool calls (llama-server's generic
+// format): the tools are described in the system message and the whole
+// answer is one JSON object, {"tool_calls": [{"name", "arguments"}, ...]} or
+// {"response": "..."}, always constrained by GenericToolGrammar.
+enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek, kHarmony, kGeneric };
 
 // The format a chat template teaches (kNone: it has no tool calls Strata reads).
 ToolCallFormat ToolCallFormatOf(std::string_view template_source);
@@ -45,6 +50,22 @@ struct ToolCall {
 // `format`, for tool_choice "required" (any of `tools`) or a named function
 // (`only`): names from the tools, arguments constrained to each tool's
 // parameter schema. `parallel`: one or more calls, else exactly one.
+// kGeneric's whole answer: tool calls (of `only`, when named; at most one
+// unless `parallel`), or, when `allow_response` (tool_choice "auto"), a
+// {"response": TEXT} answer.
+Result<std::string> GenericToolGrammar(const nlohmann::ordered_json& tools, const std::string& only, bool parallel,
+                                       bool allow_response);
+
+// kGeneric's conversation: `messages` with the tools and the answer format
+// described in the system message (the first one, or a new one), assistant
+// tool calls written as the JSON answer that made them, and tool results as
+// user messages ({"tool_response": {"name", "tool_call_id", "content"}}, one
+// user message for consecutive results), for templates that know neither.
+// `system_role` false: the description goes at the start of the first user
+// message instead (for templates that refuse a system message: Gemma's).
+std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& messages,
+                                             const nlohmann::ordered_json& tools, bool system_role = true);
+
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel);
 
@@ -66,6 +87,7 @@ class ToolCallStreamer {
  private:
   void Run(Out* out, bool final);
   void RunToEnd(Out* out, bool final);
+  void RunGeneric(Out* out, bool final);
   ToolCallFormat format_;
   std::string pending_;
   bool in_call_ = false;
