@@ -25,7 +25,7 @@ int Main(int argc, char** argv) {
   app.allow_windows_style_options(false);
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling, vocab_from, pre;
   bool qk_norm = false, f32_math = false, print_xxh3 = false;
-  uint32_t layers = 0, split = 1;
+  uint32_t layers = 0, split = 1, context_length = 0;
   uint64_t seed = 1;
   app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, glm4moe or gpt-oss");
   app.add_option("--preset", preset,
@@ -33,6 +33,8 @@ int Main(int argc, char** argv) {
                  "(real layer shapes)");
   app.add_option("--rope-scaling", rope_scaling,
                  "yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR (the rope.scaling.* keys, any architecture)");
+  app.add_option("--context-length", context_length, "the training context (context_length; default: the preset's)")
+      ->check(CLI::Range(16u, 1u << 20));
   app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
   app.add_option("--vocab-from", vocab_from,
                  "write a vocab-only GGUF: this GGUF's metadata without its tensors (--pre renames its pre-tokenizer)");
@@ -109,6 +111,7 @@ int Main(int argc, char** argv) {
   s.matrix_type = t->type;
   s.qk_norm = qk_norm;
   s.f32_math = f32_math;
+  if (context_length) s.hp.n_ctx_train = context_length;
   if (!rope_scaling.empty()) {
     Status rs = ParseRopeScaling(rope_scaling, &s.hp);
     if (!rs.ok()) {

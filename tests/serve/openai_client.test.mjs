@@ -360,3 +360,56 @@ describe("openai client: reasoning content (Qwen3.5's template)", () => {
     }
   });
 });
+
+// Tools with any model: packs whose template has no tool-call format (none at
+// all here: ChatML's fallback; stories260K has no template either) get
+// llama-server's generic format, constrained to a JSON answer.
+describe("openai client: tools with a model whose template has no tool calls", () => {
+  for (const which of ["random", "stories260K"]) {
+    test(`${which}: a required call that follows the schema, its result in the next prompt, an answer`, async (t) => {
+      let model;
+      if (which === "random") {
+        model = makePack(scratch("generic-tools"), { name: "tiny2k", context: 2048 });
+      } else {
+        const gguf = sharedFile("models/stories260K.gguf");
+        if (!gguf) return t.skip("shared data missing (STRATA_ALLOW_MISSING_DATA=1): models/stories260K.gguf");
+        model = packGguf(gguf, scratch("generic-tools-stories"), "stories");
+      }
+      const s = await startServer(model, ["-c", "2048"]);
+      try {
+        const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 120000 });
+        const name = which === "random" ? "tiny2k" : "stories";
+        const messages = [{ role: "user", content: "Weather in Oslo?" }];
+        const r = await c.chat.completions.create({ model: name, messages, tools: [weatherTool],
+                                                   tool_choice: "required", parallel_tool_calls: false,
+                                                   temperature: 1, seed: 4, max_tokens: 200 });
+        const choice = r.choices[0];
+        assert.equal(choice.finish_reason, "tool_calls", JSON.stringify(choice));
+        const call = choice.message.tool_calls[0];
+        assert.equal(call.function.name, "get_weather");
+        checkWeatherArgs(call.function.arguments);
+        messages.push(choice.message);
+        messages.push({ role: "tool", tool_call_id: call.id, content: "-3 C, snow" });
+        // The rendered prompt holds the call as the answer that made it and the result as a user turn.
+        const shown = await fetch(`${s.url}/apply-template`, {
+          method: "POST", headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ messages, tools: [weatherTool] }) });
+        assert.equal(shown.status, 200);
+        const prompt = (await shown.json()).prompt;
+        assert.ok(prompt.includes("You can call these tools:"), prompt);
+        assert.ok(prompt.includes(`{"tool_calls":[{"name":"get_weather","arguments":${call.function.arguments}}]}`),
+                  prompt);
+        assert.ok(prompt.includes(`{"tool_response":{"content":"-3 C, snow","tool_call_id":"${call.id}"}}`), prompt);
+        const answer = await c.chat.completions.create({ model: name, messages, tools: [weatherTool],
+                                                        tool_choice: "auto", seed: 5, max_tokens: 200 });
+        const a = answer.choices[0];
+        assert.ok(["stop", "tool_calls", "length"].includes(a.finish_reason), JSON.stringify(a));
+        if (a.finish_reason === "stop") assert.equal(typeof a.message.content, "string");
+        if (a.finish_reason === "tool_calls") assert.equal(a.message.tool_calls[0].function.name, "get_weather");
+        assert.ok(answer.usage.prompt_tokens > r.usage.prompt_tokens, "the history carries the call and its result");
+      } finally {
+        assert.equal(await s.stop(), 0);
+      }
+    });
+  }
+});

@@ -53,9 +53,10 @@ export function run(cmd, args, options = {}) {
 }
 
 // A tiny synthetic model (built-in byte-level tokenizer with ChatML tokens), packed.
-export function makePack(dir, { arch = "qwen35moe", seed = 3, name = "tiny" } = {}) {
+export function makePack(dir, { arch = "qwen35moe", seed = 3, name = "tiny", context = 0 } = {}) {
   const gguf = path.join(dir, `${name}.gguf`), pack = path.join(dir, `${name}.strata`);
-  let r = run(program("strata-make-gguf"), ["--arch", arch, "--seed", String(seed), "-o", gguf]);
+  const extra = context ? ["--context-length", String(context)] : [];
+  let r = run(program("strata-make-gguf"), ["--arch", arch, "--seed", String(seed), ...extra, "-o", gguf]);
   if (r.code !== 0) throw new Error(`strata-make-gguf failed: ${r.stderr}`);
   r = run(program("strata-pack"), [gguf, "-o", pack, "--no-probe"]);
   if (r.code !== 0) throw new Error(`strata-pack failed: ${r.stderr}`);
