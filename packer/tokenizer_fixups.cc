@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "runtime/base/strings.h"
+#include "runtime/tokenizer/fim_tokens.h"
 
 namespace strata {
 namespace {
@@ -19,15 +20,6 @@ const TextList kEotTexts = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn
                             "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
                             "<\uFF5Cend\u2581of\u2581sentence\uFF5C>", "<end_of_utterance>"};
 const TextList kEomTexts = {"<|eom_id|>"};
-const TextList kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\uFF5Cfim\u2581begin\uFF5C>",
-                               "<PRE>", "\u2581<PRE>", "<|code_prefix|>", "<|prefix|>"};
-const TextList kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\uFF5Cfim\u2581hole\uFF5C>",
-                               "<SUF>", "\u2581<SUF>", "<|code_suffix|>", "<|suffix|>"};
-const TextList kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\uFF5Cfim\u2581end\uFF5C>",
-                               "<MID>", "\u2581<MID>", "<|code_middle|>", "<|middle|>"};
-const TextList kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
-const TextList kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
-const TextList kFimSepTexts = {"<|file_sep|>"};
 const TextList kEogTexts = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
                             "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
                             "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
@@ -65,13 +57,12 @@ class Rules {
 
   // If *id is unset, the lowest-id token whose text is in `texts` becomes it.
   void Detect(int32_t* id, TextList texts, const char* what) {
+    Detect(id, std::span<const std::string_view>(texts.begin(), texts.size()), what);
+  }
+  void Detect(int32_t* id, std::span<const std::string_view> texts, const char* what) {
     if (*id != kNoToken) return;
-    for (int32_t i = 0; i < v_.n_tokens(); ++i) {
-      if (!OneOf(Text(i), texts)) continue;
-      *id = i;
-      SetType(i, TokenType::kControl, what);
-      return;
-    }
+    *id = tokenizer::FindTokenByTexts(v_, texts);
+    if (*id != kNoToken) SetType(*id, TokenType::kControl, what);
   }
 
   void Warn(std::string w) {
@@ -123,12 +114,12 @@ void ApplyTokenTextRules(tokenizer::Vocab* v, const FimTokenIds& fim_in, std::st
   FimTokenIds fim = fim_in;
   r.Detect(&v->special.eot, kEotTexts, "end-of-turn text");
   r.Detect(&v->special.eom, kEomTexts, "end-of-message text");
-  r.Detect(&fim.pre, kFimPreTexts, "FIM prefix text");
-  r.Detect(&fim.suf, kFimSufTexts, "FIM suffix text");
-  r.Detect(&fim.mid, kFimMidTexts, "FIM middle text");
-  r.Detect(&fim.pad, kFimPadTexts, "FIM pad text");
-  r.Detect(&fim.rep, kFimRepTexts, "FIM repo text");
-  r.Detect(&fim.sep, kFimSepTexts, "FIM separator text");
+  r.Detect(&fim.pre, tokenizer::kFimPreTexts, "FIM prefix text");
+  r.Detect(&fim.suf, tokenizer::kFimSufTexts, "FIM suffix text");
+  r.Detect(&fim.mid, tokenizer::kFimMidTexts, "FIM middle text");
+  r.Detect(&fim.pad, tokenizer::kFimPadTexts, "FIM pad text");
+  r.Detect(&fim.rep, tokenizer::kFimRepTexts, "FIM repo text");
+  r.Detect(&fim.sep, tokenizer::kFimSepTexts, "FIM separator text");
 
   std::vector<int32_t> eog;
   for (int32_t id : {fim.pad, fim.rep, fim.sep})

@@ -1014,6 +1014,93 @@ TEST_F(ServeHttpTest, ChoicesShareThePromptAndLogprobsAreReported) {
   EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
 }
 
+// /infill (llama-server's, for editor plugins): the prompt is the
+// repo-level FIM pattern with the vocabulary's FIM tokens (DeepSeek-Coder's
+// here), the answer llama-server's own form, streamed without [DONE]; a line
+// indented less than n_indent ends the answer; a model without FIM tokens is
+// a 400.
+TEST_F(ServeHttpTest, InfillWritesTheFimPromptAndHonoursNIndent) {
+  const std::string vocab = testing::SharedFile("tokenizer/ggml-vocab-deepseek-coder.gguf");
+  STRATA_REQUIRE_SHARED_FILE(vocab);
+  const std::string gguf = *dir_ + "/coder.gguf", pack = *dir_ + "/coder.strata";
+  auto made = testing::RunProgram("strata-make-gguf", {"--arch", "qwen3", "--tokenizer", vocab, "-o", gguf});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto packed = testing::RunProgram("strata-pack", {gguf, "-o", pack, "--no-probe"});
+  ASSERT_EQ(packed.exit_code, 0) << packed.err;
+  ASSERT_NO_FATAL_FAILURE(StartOn(server_, pack));
+  auto ids = [&](const std::string& text) {
+    auto t = Post("/tokenize", json({{"content", text}, {"parse_special", false}}).dump());
+    EXPECT_TRUE(t);
+    return t ? json::parse(t->body)["tokens"].size() : 0u;
+  };
+  const std::string prefix = "def add(a, b):\n    ", suffix = "\n\nprint(add(1, 2))\n";
+  const json body = {{"input_prefix", prefix}, {"input_suffix", suffix}, {"max_tokens", 6}, {"temperature", 0},
+                     {"input_extra", {{{"filename", "util.py"}, {"text", "import os\n"}}}}};
+  auto r = Post("/infill", body.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json a = json::parse(r->body);
+  EXPECT_TRUE(a["content"].is_string());
+  EXPECT_EQ(a["stop"], true);
+  EXPECT_EQ(a["stop_type"], "limit");
+  EXPECT_EQ(a["tokens_predicted"], 6);
+  // No separator token: the extra file follows a snippet line; then BOS, the
+  // FIM tokens around prefix and suffix.
+  const size_t expected = ids("\n\n--- snippet ---\n\n") + ids("import os\n") + 1 + 1 + ids(prefix) + 1 + ids(suffix) + 1;
+  EXPECT_EQ(a["tokens_evaluated"], expected) << r->body;
+  // Streamed: the same text in chunks, the last with stop and the counts, no [DONE].
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  auto st = Post("/infill", streamed_body.dump());
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->status, 200) << st->body;
+  EXPECT_EQ(st->body.find("[DONE]"), std::string::npos) << st->body;
+  std::string joined;
+  json last;
+  for (const std::string& e : Events(st->body)) {
+    last = json::parse(e);
+    joined += last["content"].get<std::string>();
+  }
+  EXPECT_EQ(last["stop"], true) << st->body;
+  EXPECT_EQ(joined, a["content"]) << st->body;
+  // n_indent 4: a newline forced at every step makes an empty line, indented
+  // less than 4: the answer ends there (its newline kept), stop_type limit.
+  auto nl = Post("/tokenize", R"({"content":"\n","parse_special":false})");
+  ASSERT_TRUE(nl);
+  const int newline = json::parse(nl->body)["tokens"][0].get<int>();
+  json indent = body;
+  indent["n_indent"] = 4;
+  indent["max_tokens"] = 20;
+  indent["logit_bias"] = {{std::to_string(newline), 100}};
+  auto cut = Post("/infill", indent.dump());
+  ASSERT_TRUE(cut);
+  ASSERT_EQ(cut->status, 200) << cut->body;
+  const json c = json::parse(cut->body);
+  EXPECT_EQ(c["content"], "\n") << cut->body;
+  EXPECT_EQ(c["stop_type"], "limit") << cut->body;
+  EXPECT_LT(c["tokens_predicted"].get<int>(), 20) << cut->body;
+  // Refusals name the field.
+  for (const auto& [bad, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"input_suffix":"x"})", "input_prefix"},
+           {R"({"input_prefix":"x","input_suffix":5})", "input_suffix"},
+           {R"({"input_prefix":"x","input_suffix":"y","input_extra":[{"filename":"a"}]})", "input_extra[0].text"},
+           {R"({"input_prefix":"x","input_suffix":"y","n_indent":-1})", "n_indent"},
+           {R"({"input_prefix":"x","input_suffix":"y","n":2})", "n"}}) {
+    auto e = Post("/infill", bad);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->status, 400) << bad;
+    EXPECT_EQ(json::parse(e->body)["error"]["param"], field) << e->body;
+  }
+  server_.Terminate();
+  EXPECT_EQ(server_.WaitExit(kLongMs), 0);
+  // The random-weight test model has no FIM tokens.
+  ASSERT_NO_FATAL_FAILURE(Start({}));
+  auto none = Post("/infill", R"({"input_prefix":"x","input_suffix":"y"})");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 400);
+  EXPECT_NE(none->body.find("no fill-in-the-middle tokens"), std::string::npos) << none->body;
+}
+
 // llama-server's read-only endpoints and id_slot: /props, /slots,
 // /apply-template (the prompt a chat request would run), a request pinned to
 // a slot runs there, and a slot past the server's count is a 400.

@@ -97,7 +97,7 @@ std::optional<ApiError> GetInt(const json& body, const char* name, int64_t lo, i
 // parameter) at any other, never silently ignored. Parameters that only
 // qualify another one (mirostat_tau without mirostat, dry_base without
 // dry_multiplier) pass with it.
-std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
+std::optional<ApiError> RefuseLlamaServerExtensions(const json& body, ApiKind kind) {
   auto refuse = [](const std::string& field, const std::string& why) {
     return BadRequest("'" + field + "' is not supported by this server: " + why, field, "unsupported_parameter");
   };
@@ -116,8 +116,10 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
       {"top_n_sigma", -1, "no top-n-sigma sampling (-1 is accepted)"},
       {"min_keep", 0, "no minimum candidate count (0 is accepted)"},
       {"t_max_predict_ms", 0, "no time limit on generation (0 is accepted)"},
-      {"n_indent", 0, "no indentation limit (0 is accepted)"},
   };
+  if (kind != ApiKind::kInfill)
+    if (const json* v = Field(body, "n_indent"); v && !(v->is_number() && v->get<double>() == 0))
+      return refuse("n_indent", "it belongs to /infill (0 is accepted)");
   for (const NeutralNumber& n : kNumbers)
     if (const json* v = Field(body, n.name); v && !v->is_null() && !(v->is_number() && v->get<double>() == n.neutral))
       return refuse(n.name, n.what);
@@ -126,15 +128,17 @@ std::optional<ApiError> RefuseLlamaServerExtensions(const json& body) {
       return refuse(f, "the context is never shifted: generation ends when a slot's context is full");
   for (const char* f : {"samplers", "lora", "image_data", "multimodal_data", "response_fields", "grammar_triggers",
                         "preserved_tokens", "input_extra"})
-    if (const json* v = Field(body, f); v && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty()))
-      return refuse(f, "not implemented");
+    if (const json* v = Field(body, f); v && !v->is_null() && !((v->is_array() || v->is_object()) && v->empty()) &&
+                                          !(kind == ApiKind::kInfill && std::string_view(f) == "input_extra"))
+      return refuse(f, std::string_view(f) == "input_extra" ? "it belongs to /infill" : "not implemented");
   for (const char* f : {"return_tokens", "post_sampling_probs", "timings_per_token", "return_progress",
                         "grammar_lazy"})
     if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_boolean() && !v->get<bool>()))
       return refuse(f, "not implemented (false is accepted)");
   for (const char* f : {"input_prefix", "input_suffix", "chat_template"})
-    if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_string() && v->get<std::string>().empty()))
-      return refuse(f, "not implemented");
+    if (const json* v = Field(body, f); v && !v->is_null() && !(v->is_string() && v->get<std::string>().empty()) &&
+                                          !(kind == ApiKind::kInfill && std::string_view(f) != "chat_template"))
+      return refuse(f, std::string_view(f) == "chat_template" ? "not implemented" : "it belongs to /infill");
   return std::nullopt;
 }
 
@@ -155,7 +159,7 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
     if (!v->is_array() || v->size() != 1 || !(*v)[0].is_string() || (*v)[0].get<std::string>() != "text")
       return refuse("modalities", "only [\"text\"] is accepted");
   }
-  if (auto e = RefuseLlamaServerExtensions(body)) return e;
+  if (auto e = RefuseLlamaServerExtensions(body, kind)) return e;
   if (kind == ApiKind::kCompletion) {
     if (const json* v = Field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
       return refuse("echo", "the prompt is not echoed");
@@ -424,6 +428,53 @@ std::optional<ApiError> ParseLogprobs(const json& j, ApiKind kind, ApiRequest* o
   return std::nullopt;
 }
 
+// /infill's fields (llama-server's): input_prefix and input_suffix (strings,
+// required), input_extra ([{filename, text}]), n_indent, and an optional
+// prompt string that follows the middle token.
+std::optional<ApiError> ParseInfill(const json& j, ApiRequest* out) {
+  if (Field(j, "messages"))
+    return BadRequest("'messages' belongs to /v1/chat/completions; /infill takes 'input_prefix' and 'input_suffix'",
+                      "messages", "unsupported_parameter");
+  for (auto [name, dest] : {std::pair{"input_prefix", &out->input_prefix}, std::pair{"input_suffix", &out->input_suffix}}) {
+    const json* v = Field(j, name);
+    if (!v) return BadRequest(std::string("'") + name + "' is required: a string of code", name, "missing_field");
+    if (!v->is_string()) return WrongType(name, "a string", *v);
+    *dest = v->get<std::string>();
+  }
+  if (const json* p = Field(j, "prompt")) {
+    if (!p->is_string()) return WrongType("prompt", "a string (it follows the middle token)", *p);
+    out->prompt_text = p->get<std::string>();
+  }
+  if (const json* extra = Field(j, "input_extra")) {
+    if (!extra->is_array()) return WrongType("input_extra", "an array of {\"filename\", \"text\"}", *extra);
+    if (extra->size() > 1024) return BadRequest("'input_extra' has more than 1024 chunks", "input_extra", "invalid_value");
+    for (size_t i = 0; i < extra->size(); ++i) {
+      const json& c = (*extra)[i];
+      const std::string where = StrFormat("input_extra[%zu]", i);
+      if (!c.is_object()) return WrongType(where, "an object {\"filename\", \"text\"}", c);
+      const json* text = Field(c, "text");
+      if (!text || !text->is_string()) return BadRequest("'" + where + ".text' is required: a string", where + ".text", "missing_field");
+      std::string filename = "tmp";  // llama-server's default
+      if (const json* f = Field(c, "filename")) {
+        if (!f->is_string()) return WrongType(where + ".filename", "a string", *f);
+        filename = f->get<std::string>();
+      }
+      out->input_extra.emplace_back(std::move(filename), text->get<std::string>());
+    }
+  }
+  if (Field(j, "n_indent")) {
+    int64_t v = 0;
+    if (auto e = GetInt(j, "n_indent", 0, 1024, &v)) return e;
+    out->n_indent = static_cast<int>(v);
+  }
+  for (const char* f : {"logprobs", "top_logprobs", "n_probs"})
+    if (const json* v = Field(j, f); v && !(v->is_boolean() && !v->get<bool>()) && !(v->is_number() && v->get<double>() == 0))
+      return BadRequest(std::string("'") + f + "' is not reported by /infill", f, "unsupported_parameter");
+  if (const json* n = Field(j, "n"); n && !(n->is_number() && n->get<double>() == 1))
+    return BadRequest("/infill writes one answer: 'n' must be 1", "n", "unsupported_parameter");
+  return std::nullopt;
+}
+
 // llama-server's n_probs: the N most likely tokens at each step, reported as
 // the OpenAI logprobs of either endpoint (logprobs turned on).
 std::optional<ApiError> ParseNProbs(const json& j, ApiRequest* out) {
@@ -634,6 +685,8 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
     if (Field(j, "prompt")) return BadRequest("'prompt' belongs to /v1/completions; chat takes 'messages'", "prompt",
                                               "unsupported_parameter");
     if (auto e = ParseMessages(j, &out->messages)) return e;
+  } else if (kind == ApiKind::kInfill) {
+    if (auto e = ParseInfill(j, out)) return e;
   } else {
     if (Field(j, "messages"))
       return BadRequest("'messages' belongs to /v1/chat/completions; completions take 'prompt'", "messages",

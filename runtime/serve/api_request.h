@@ -23,7 +23,8 @@
 
 namespace strata::serve {
 
-enum class ApiKind { kChat, kCompletion };
+// kInfill: llama-server's /infill (code completion for editors).
+enum class ApiKind { kChat, kCompletion, kInfill };
 
 struct ApiLimits {
   int64_t n_ctx = 4096;        // the context of one slot: a larger max_tokens is clamped to it
@@ -68,6 +69,12 @@ struct ApiRequest {
   std::vector<std::pair<std::string, float>> logit_bias_text;
   int n = 1;                          // choices
   int id_slot = -1;                   // llama-server's id_slot: -1 any
+  // kInfill: the code before and after the cursor, other files for context
+  // ({filename, text}), and llama-server's n_indent (a line indented less
+  // ends the answer; 0: off). prompt_text, optional, follows the middle token.
+  std::string input_prefix, input_suffix;
+  std::vector<std::pair<std::string, std::string>> input_extra;
+  int n_indent = 0;
 };
 
 inline constexpr int kMaxChoices = 8;

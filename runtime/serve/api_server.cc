@@ -163,6 +163,39 @@ struct Choice {
   // gpt-oss's harmony: channels (reasoning, content) and calls in one parser.
   std::optional<HarmonyStreamer> harmony;
   std::vector<std::pair<std::string, ToolCall>> calls;  // id, call
+  // /infill's n_indent (llama-server's rule): after a newline, a line whose
+  // indentation (spaces and tabs) is less than n_indent ends the answer; the
+  // answer keeps that line's newline and indentation. The indentation of the
+  // line being written is held back until it is known.
+  int n_indent = 0;
+  bool line_start = false;  // after a newline: reading the line's indentation
+  std::string indent;       // held back
+  bool indent_stop = false;
+  std::string GateIndent(const std::string& piece, bool last) {
+    if (n_indent <= 0) return piece;
+    std::string out;
+    for (char ch : piece) {
+      if (indent_stop) break;
+      if (line_start) {
+        if (ch == ' ' || ch == '\t') {
+          indent += ch;
+          continue;
+        }
+        out += indent;
+        const bool shallow = indent.size() < static_cast<size_t>(n_indent);
+        indent.clear();
+        line_start = false;
+        if (shallow) {
+          indent_stop = true;
+          break;
+        }
+      }
+      out += ch;
+      if (ch == '\n') line_start = true;
+    }
+    if (last && !indent_stop) out += std::exchange(indent, std::string());
+    return out;
+  }
 };
 
 // One generation request between its handler and the scheduler.
@@ -202,6 +235,12 @@ struct Exchange {
         c.calls.emplace_back(RandomId("call_"), std::move(call));
       }
       d.new_calls = c.calls.size() - d.first_new_call;
+      return d;
+    }
+    if (kind == ApiKind::kInfill) {
+      Delta d;
+      if (!c.indent_stop) d.content = c.GateIndent(u.text, u.done);
+      if (c.indent_stop && !u.done) scheduler->Cancel(c.job);  // ends with a last update; the answer is complete
       return d;
     }
     ReasoningSplitter::Out out = c.splitter.Push(u.text);
@@ -278,6 +317,22 @@ struct Exchange {
     return c.finish == FinishReason::kStop ? "stop" : "length";
   }
 
+  // /infill answers in llama-server's own form (not OpenAI's): content, stop,
+  // and at the end the counts and timings.
+  json InfillJson(const Choice& c, const std::string& content, bool final) const {
+    json j = {{"index", 0}, {"content", content}, {"stop", final}, {"model", model}};
+    if (!final) return j;
+    j["stop_type"] = c.indent_stop || c.finish == FinishReason::kLength ? "limit"
+                     : c.finish == FinishReason::kStop                  ? "eos"
+                                                                        : "none";
+    j["tokens_predicted"] = c.stats.completion_tokens;
+    j["tokens_evaluated"] = c.stats.prompt_tokens;
+    j["tokens_cached"] = c.stats.prompt_tokens + c.stats.completion_tokens;
+    j["truncated"] = false;
+    j["id_slot"] = c.stats.slot;
+    j["timings"] = TimingsJson(c.stats);
+    return j;
+  }
   json Base(bool chunk) const {
     const char* object = kind == ApiKind::kChat ? (chunk ? "chat.completion.chunk" : "chat.completion")
                                                 : "text_completion";
@@ -294,6 +349,7 @@ struct Exchange {
   // A chunk: chat with `delta` (role, content or reasoning_content), completions with text.
   json Chunk(size_t index, const json& delta, const std::string& completion_text, const char* finish_reason,
              json logprob_json = nullptr) const {
+    if (kind == ApiKind::kInfill) return InfillJson(choices[index], completion_text, finish_reason != nullptr);
     json j = Base(true);
     json choice = {{"index", index}, {"logprobs", std::move(logprob_json)}, {"finish_reason", nullptr}};
     if (finish_reason) choice["finish_reason"] = finish_reason;
@@ -314,6 +370,7 @@ struct Exchange {
     return j;
   }
   json Answer() const {
+    if (kind == ApiKind::kInfill) return InfillJson(choices.front(), choices.front().text, true);
     json j = Base(false);
     json list = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -429,7 +486,7 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
     if (!any && !x->WaitAny(&seen, kKeepAlive) && !write(": keep-alive\n\n")) return gone();
   }
   if (x->include_usage && !write(Event(x->UsageChunk()))) return gone();
-  if (!write("data: [DONE]\n\n")) return gone();
+  if (x->kind != ApiKind::kInfill && !write("data: [DONE]\n\n")) return gone();  // llama-server's own form has none
   res.End();
 }
 
@@ -473,6 +530,59 @@ void AnswerWhenDone(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
     return;
   }
   if (res.Write(Dump(x->Answer()))) res.End();
+}
+
+// /infill's prompt, as llama-server writes it (the repo-level pattern of
+// Qwen2.5-Coder's paper, arXiv 2409.12186):
+//   [FIM_REP]myproject\n [FIM_SEP]file\n text ... [FIM_SEP]filename\n
+//   BOS [FIM_PRE]prefix prompt [FIM_SUF]suffix [FIM_MID]
+// (without a separator token each extra chunk follows a "--- snippet ---"
+// line; without a repo token there is no project line). The prefix keeps its
+// last 3/4 of a batch (2048 tokens, or half the context when that is less),
+// the suffix its first 1/4 less the prompt; the extra context fills what the
+// context has left past the batch and twice max_tokens, the latest first.
+std::vector<int32_t> InfillPrompt(const tokenizer::Tokenizer& tok, const tokenizer::FimTokens& fim, const ApiRequest& ar,
+                                  int64_t n_ctx, int64_t n_predict) {
+  auto encode = [&](const std::string& text) { return tok.Encode(text, false, /*parse_special=*/false); };
+  std::vector<int32_t> extra;
+  auto append = [&](std::vector<int32_t>* to, const std::vector<int32_t>& ids) { to->insert(to->end(), ids.begin(), ids.end()); };
+  if (fim.rep != tokenizer::kNoToken) {
+    extra.push_back(fim.rep);
+    append(&extra, encode("myproject\n"));
+  }
+  for (const auto& [filename, text] : ar.input_extra) {
+    if (fim.sep != tokenizer::kNoToken) {
+      extra.push_back(fim.sep);
+      append(&extra, encode(filename + "\n"));
+    } else {
+      append(&extra, encode("\n\n--- snippet ---\n\n"));
+    }
+    append(&extra, encode(text));
+  }
+  if (fim.sep != tokenizer::kNoToken) {
+    extra.push_back(fim.sep);
+    append(&extra, encode("filename\n"));
+  }
+  // llama-server sizes prefix and suffix by its batch (2048 by default); here
+  // by at most half the context, so a small context keeps room for the rest.
+  const int64_t n_batch = std::min<int64_t>(2048, n_ctx / 2);
+  std::vector<int32_t> prefix = encode(ar.input_prefix), suffix = encode(ar.input_suffix), prompt = encode(ar.prompt_text);
+  const int64_t prefix_take = std::min<int64_t>(static_cast<int64_t>(prefix.size()), 3 * (n_batch / 4));
+  const int64_t suffix_take = std::min<int64_t>(static_cast<int64_t>(suffix.size()),
+                                                std::max<int64_t>(0, n_batch / 4 - (2 + static_cast<int64_t>(prompt.size()))));
+  const int64_t extra_take = std::min<int64_t>(std::max<int64_t>(0, n_ctx - n_batch - 2 * std::max<int64_t>(n_predict, 0)),
+                                               static_cast<int64_t>(extra.size()));
+  std::vector<int32_t> out;
+  append(&out, std::vector<int32_t>(extra.end() - extra_take, extra.end()));
+  const tokenizer::Vocab& v = tok.vocab();
+  if (v.add_bos && v.special.bos != tokenizer::kNoToken) out.push_back(v.special.bos);
+  out.push_back(fim.pre);
+  append(&out, std::vector<int32_t>(prefix.end() - prefix_take, prefix.end()));
+  append(&out, prompt);  // where llama-server puts it: after the prefix
+  out.push_back(fim.suf);
+  append(&out, std::vector<int32_t>(suffix.begin(), suffix.begin() + suffix_take));
+  out.push_back(fim.mid);
+  return out;
 }
 
 // The messages a chat request renders: as sent, or, with the generic tool
@@ -536,6 +646,7 @@ const ApiServer::Route* ApiServer::FindRoute(std::string_view path) {
       {"/props", {&ApiServer::HandleProps, false, false}},
       {"/slots", {&ApiServer::HandleSlots, false, false}},
       {"/apply-template", {&ApiServer::HandleApplyTemplate, true, false}},
+      {"/infill", {&ApiServer::HandleInfill, true, false}},
   };
   for (const auto& [p, r] : kRoutes)
     if (p == path) return &r;
@@ -812,6 +923,7 @@ void ApiServer::HandleDetokenize(const HttpRequest& req, HttpResponse& res) {
 }
 
 void ApiServer::HandleChat(const HttpRequest& req, HttpResponse& res) { HandleGenerate(ApiKind::kChat, req, res); }
+void ApiServer::HandleInfill(const HttpRequest& req, HttpResponse& res) { HandleGenerate(ApiKind::kInfill, req, res); }
 void ApiServer::HandleCompletion(const HttpRequest& req, HttpResponse& res) {
   HandleGenerate(ApiKind::kCompletion, req, res);
 }
@@ -823,7 +935,9 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   const ServingModel& m = *ready();
   Scheduler& sched = *m.scheduler;
   const int64_t n_ctx = sched.options().n_ctx;
-  const char* endpoint = kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions";
+  const char* endpoint = kind == ApiKind::kChat         ? "/v1/chat/completions"
+                         : kind == ApiKind::kCompletion ? "/v1/completions"
+                                                        : "/infill";
   auto reject = [&](const ApiError& e) {
     std::fprintf(stderr, "strata serve: %d %s: %s\n", e.status, endpoint, LogSafe(e.message, 300).c_str());
     SendError(res, e);
@@ -833,7 +947,7 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   limits.n_vocab = m.model->hp().n_vocab;
   ApiRequest ar;
   if (auto e = ParseApiRequest(kind, req.body, options_.sampling, limits, &ar)) return reject(*e);
-  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
+  const char* prompt_param = kind == ApiKind::kChat ? "messages" : kind == ApiKind::kInfill ? "input_prefix" : "prompt";
   auto too_long = [&](const std::string& size) {
     return BadRequest(StrFormat("the prompt is %s but a slot's context holds %lld (-c %lld), and at least one "
                                 "position must stay free for the answer",
@@ -879,6 +993,13 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     while (!r.empty() && (r.back() == '\n' || r.back() == ' ')) r.remove_suffix(1);
     opens_thinking = r.ends_with("<think>");
     for (const std::string& stop : m.chat_template.StopStrings()) g.stop.push_back(stop);
+  } else if (kind == ApiKind::kInfill) {
+    g.kind = "infill";
+    if (!m.fim.CanInfill())
+      return reject(BadRequest("this model has no fill-in-the-middle tokens (a prefix, a suffix and a middle token "
+                               "such as <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>): /infill needs a code model's",
+                               "input_prefix", "unsupported_model"));
+    g.prompt = InfillPrompt(*m.tok, m.fim, ar, n_ctx, ar.max_tokens > 0 ? ar.max_tokens : options_.max_tokens);
   } else {
     g.kind = "completion";
     // Raw prompts are the caller's own template: special-token text is parsed (as llama-server does).
@@ -971,6 +1092,7 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
       c.splitter = ReasoningSplitter(true, opens_thinking);
     if (kind == ApiKind::kChat && m.harmony && ar.split_reasoning) c.harmony.emplace(tools_active);
     else if (tools_active) c.tool_streamer.emplace(tool_format);
+    c.n_indent = ar.n_indent;
     x->choices.push_back(std::move(c));
   }
   if (ar.stream) return StreamAnswer(res, x);

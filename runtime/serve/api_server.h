@@ -32,6 +32,7 @@
 #include "runtime/serve/scheduler.h"
 #include "runtime/serve/tool_calls.h"
 #include "runtime/serve/serve_options.h"
+#include "runtime/tokenizer/fim_tokens.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::serve {
@@ -53,6 +54,7 @@ struct ServingModel {
   // The tool-call format the pack's template teaches (kNone: tools are refused).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
   bool harmony = false;  // the template speaks harmony (gpt-oss): channels, calls, reasoning in one format
+  tokenizer::FimTokens fim;  // /infill's tokens, found by their texts
   // The vocabulary as a trie of token bytes, for constrained sampling.
   std::shared_ptr<const grammar::TokenTrie> trie;
 };
@@ -104,6 +106,7 @@ class ApiServer {
   void HandleProps(const HttpRequest& req, HttpResponse& res);
   void HandleSlots(const HttpRequest& req, HttpResponse& res);
   void HandleApplyTemplate(const HttpRequest& req, HttpResponse& res);
+  void HandleInfill(const HttpRequest& req, HttpResponse& res);
   void HandleGenerate(ApiKind kind, const HttpRequest& req, HttpResponse& res);
   const ServingModel* ready() const { return ready_.load(std::memory_order_acquire); }
   Result<std::shared_ptr<grammar::TokenMasker>> MaskerFor(const std::string& gbnf,

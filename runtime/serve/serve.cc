@@ -216,6 +216,7 @@ ServingModel Describe(const ServeOptions& o, const ServingParts& parts, Schedule
   for (const std::string& t : parts.tok->vocab().tokens) sm.max_token_bytes = std::max(sm.max_token_bytes, t.size());
   sm.tool_format = ToolCallFormatOf(parts.template_source);
   sm.harmony = IsHarmonyTemplate(parts.template_source);
+  sm.fim = tokenizer::FindFimTokens(sm.tok->vocab());
   sm.trie = std::make_shared<const grammar::TokenTrie>(parts.tok->TextPieces());
   return sm;
 }
