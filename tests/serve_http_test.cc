@@ -1014,6 +1014,52 @@ TEST_F(ServeHttpTest, ChoicesShareThePromptAndLogprobsAreReported) {
   EXPECT_TRUE(json::parse(none->body)["choices"][0]["logprobs"].is_null());
 }
 
+// Completions with several prompts answer each one (n choices apiece, in
+// OpenAI's order), each as it would be alone; echo puts the prompt first.
+TEST_F(ServeHttpTest, CompletionsTakeSeveralPromptsAndEcho) {
+  ASSERT_NO_FATAL_FAILURE(Start({"--parallel", "2"}));
+  const std::string greedy = R"("temperature":0,"max_tokens":4,"ignore_eos":true)";
+  auto text_of = [&](const std::string& body, size_t choice) {
+    auto r = Post("/v1/completions", body);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    const json j = json::parse(r->body);
+    EXPECT_GT(j["choices"].size(), choice) << r->body;
+    return j["choices"].size() > choice ? j["choices"][choice]["text"].get<std::string>() : std::string();
+  };
+  const std::string once = text_of(R"({"prompt":"Once",)" + greedy + "}", 0);
+  const std::string twice = text_of(R"({"prompt":"Twice",)" + greedy + "}", 0);
+  auto many = Post("/v1/completions", R"({"prompt":["Once","Twice"],"n":2,)" + greedy + "}");
+  ASSERT_TRUE(many);
+  ASSERT_EQ(many->status, 200) << many->body;
+  const json mc = json::parse(many->body)["choices"];
+  ASSERT_EQ(mc.size(), 4u) << many->body;
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(mc[i]["index"], i);
+  EXPECT_EQ(mc[0]["text"], once);
+  EXPECT_EQ(mc[1]["text"], once);
+  EXPECT_EQ(mc[2]["text"], twice);
+  EXPECT_EQ(mc[3]["text"], twice);
+  EXPECT_EQ(json::parse(many->body)["usage"]["completion_tokens"], 16) << many->body;
+  // echo: the prompt, then the answer; token ids echo as their text.
+  EXPECT_EQ(text_of(R"({"prompt":"Once","echo":true,)" + greedy + "}", 0), "Once" + once);
+  auto ids = Post("/tokenize", R"({"content":"Twice"})");
+  ASSERT_TRUE(ids);
+  const json id_list = json::parse(ids->body)["tokens"];
+  EXPECT_EQ(text_of(R"({"prompt":)" + id_list.dump() + R"(,"echo":true,)" + greedy + "}", 0), "Twice" + twice);
+  // Streamed: the prompt's chunk first.
+  auto st = Post("/v1/completions", R"({"prompt":"Once","echo":true,"stream":true,)" + greedy + "}");
+  ASSERT_TRUE(st);
+  std::string joined, first;
+  for (const std::string& e : Events(st->body)) {
+    if (e == "[DONE]") continue;
+    const std::string piece = json::parse(e)["choices"][0]["text"].get<std::string>();
+    if (first.empty()) first = piece;
+    joined += piece;
+  }
+  EXPECT_EQ(first, "Once");
+  EXPECT_EQ(joined, "Once" + once);
+}
+
 // /infill (llama-server's, for editor plugins): the prompt is the
 // repo-level FIM pattern with the vocabulary's FIM tokens (DeepSeek-Coder's
 // here), the answer llama-server's own form, streamed without [DONE]; a line

@@ -161,8 +161,6 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
   }
   if (auto e = RefuseLlamaServerExtensions(body, kind)) return e;
   if (kind == ApiKind::kCompletion) {
-    if (const json* v = Field(body, "echo"); v && !(v->is_boolean() && !v->get<bool>()))
-      return refuse("echo", "the prompt is not echoed");
     if (const json* v = Field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
       return refuse("suffix", "no fill-in-the-middle");
   }
@@ -570,37 +568,57 @@ std::optional<ApiError> ParseMessages(const json& body, std::vector<ChatMessage>
   return std::nullopt;
 }
 
-std::optional<ApiError> ParsePrompt(const json& body, const ApiLimits& limits, ApiRequest* out) {
-  const json* p = Field(body, "prompt");
-  if (!p) return BadRequest("'prompt' is required: a string or an array of token ids", "prompt", "missing_field");
-  const json* one = p;
-  if (p->is_array() && !p->empty() && !(*p)[0].is_number()) {
-    // A list of prompts: the server answers one per request.
-    if (p->size() != 1)
-      return BadRequest(StrFormat("'prompt' has %zu prompts: send one prompt per request", p->size()), "prompt",
-                        "unsupported_parameter");
-    one = &(*p)[0];
-  }
-  if (one->is_string()) {
-    out->prompt_text = one->get<std::string>();
-    if (out->prompt_text.empty()) return BadRequest("'prompt' is empty", "prompt", "invalid_value");
+// One prompt: a string or an array of token ids; `where` names it ("prompt", "prompt[2]").
+std::optional<ApiError> ParseOnePrompt(const json& one, const std::string& where, const ApiLimits& limits,
+                                       ApiPrompt* out) {
+  if (one.is_string()) {
+    out->text = one.get<std::string>();
+    if (out->text.empty()) return BadRequest("'" + where + "' is empty", "prompt", "invalid_value");
     return std::nullopt;
   }
-  if (!one->is_array()) return WrongType("prompt", "a string or an array of token ids", *one);
-  if (one->empty()) return BadRequest("'prompt' is empty", "prompt", "invalid_value");
-  out->prompt_is_ids = true;
-  for (size_t i = 0; i < one->size(); ++i) {
-    const json& id = (*one)[i];
+  if (!one.is_array()) return WrongType(where, "a string or an array of token ids", one);
+  if (one.empty()) return BadRequest("'" + where + "' is empty", "prompt", "invalid_value");
+  out->is_ids = true;
+  for (size_t i = 0; i < one.size(); ++i) {
+    const json& id = one[i];
     if (!id.is_number_integer())
-      return BadRequest(StrFormat("'prompt[%zu]' must be a token id (an integer), not %s", i, TypeName(id).c_str()),
+      return BadRequest(StrFormat("'%s[%zu]' must be a token id (an integer), not %s", where.c_str(), i,
+                                  TypeName(id).c_str()),
                         "prompt", "invalid_type");
     int64_t v = id.is_number_unsigned() && id.get<uint64_t>() > INT64_MAX ? -1 : id.get<int64_t>();
     if (v < 0 || v >= static_cast<int64_t>(limits.n_vocab))
-      return BadRequest(StrFormat("'prompt[%zu]' is token id %lld, out of range: the vocabulary has %u tokens", i,
-                                  static_cast<long long>(v), limits.n_vocab),
+      return BadRequest(StrFormat("'%s[%zu]' is token id %lld, out of range: the vocabulary has %u tokens",
+                                  where.c_str(), i, static_cast<long long>(v), limits.n_vocab),
                         "prompt", "invalid_value");
-    out->prompt_ids.push_back(static_cast<int32_t>(v));
+    out->ids.push_back(static_cast<int32_t>(v));
   }
+  return std::nullopt;
+}
+
+// A prompt, or a list of them (strings, or arrays of token ids): OpenAI's
+// completions answer each one, `n` choices apiece.
+std::optional<ApiError> ParsePrompt(const json& body, const ApiLimits& limits, ApiRequest* out) {
+  const json* p = Field(body, "prompt");
+  if (!p) return BadRequest("'prompt' is required: a string or an array of token ids", "prompt", "missing_field");
+  out->prompts.clear();
+  if (p->is_array() && !p->empty() && !(*p)[0].is_number()) {
+    if (p->size() > kMaxPrompts)
+      return BadRequest(StrFormat("'prompt' has %zu prompts; at most %zu are taken", p->size(), kMaxPrompts), "prompt",
+                        "invalid_value");
+    for (size_t i = 0; i < p->size(); ++i) {
+      ApiPrompt one;
+      if (auto e = ParseOnePrompt((*p)[i], StrFormat("prompt[%zu]", i), limits, &one)) return e;
+      out->prompts.push_back(std::move(one));
+    }
+  } else {
+    ApiPrompt one;
+    if (auto e = ParseOnePrompt(*p, "prompt", limits, &one)) return e;
+    out->prompts.push_back(std::move(one));
+  }
+  // The first, where the single-prompt code reads it.
+  out->prompt_text = out->prompts[0].text;
+  out->prompt_ids = out->prompts[0].ids;
+  out->prompt_is_ids = out->prompts[0].is_ids;
   return std::nullopt;
 }
 
@@ -692,6 +710,7 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
       return BadRequest("'messages' belongs to /v1/chat/completions; completions take 'prompt'", "messages",
                         "unsupported_parameter");
     if (auto e = ParsePrompt(j, limits, out)) return e;
+    if (auto e = GetBool(j, "echo", &out->echo)) return e;
   }
   if (kind == ApiKind::kChat) {
     if (auto e = ParseTools(j, out)) return e;
@@ -750,6 +769,13 @@ std::optional<ApiError> ParseChecked(ApiKind kind, std::string_view body, const 
     if (auto e = GetInt(j, "n", 1, kMaxChoices, &k)) return e;
     out->n = static_cast<int>(k);
   }
+  if (out->prompts.size() * static_cast<size_t>(out->n) > kMaxPrompts * 2)
+    return BadRequest(StrFormat("%zu prompts with n %d make %zu answers; at most %zu are taken", out->prompts.size(),
+                                out->n, out->prompts.size() * static_cast<size_t>(out->n), kMaxPrompts * 2),
+                      "n", "invalid_value");
+  if (out->echo && out->top_logprobs >= 0)
+    return BadRequest("'echo' with 'logprobs': the prompt's log probabilities are not computed; drop one", "echo",
+                      "unsupported_parameter");
 
   SamplingParams& s = out->sampling;
   if (auto e = GetFloat(j, "temperature", 0, 100, false, &s.temperature)) return e;

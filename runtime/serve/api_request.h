@@ -34,6 +34,13 @@ struct ApiLimits {
   int max_json_depth = 64;     // deeper bodies are refused before parsing
 };
 
+// A completions prompt: text, or token ids.
+struct ApiPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
 struct ApiRequest {
   ApiKind kind = ApiKind::kChat;
   std::string model;                  // as sent (the server has one model and answers with its name)
@@ -41,6 +48,8 @@ struct ApiRequest {
   std::string prompt_text;            // kCompletion, unless prompt_ids
   std::vector<int32_t> prompt_ids;    // kCompletion with a token array
   bool prompt_is_ids = false;
+  std::vector<ApiPrompt> prompts;     // kCompletion: every prompt (the first is also in the fields above)
+  bool echo = false;                  // kCompletion: each answer starts with its prompt
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   bool ignore_eos = false;            // llama.cpp's extension: generate past end-of-generation tokens
@@ -79,6 +88,7 @@ struct ApiRequest {
 
 inline constexpr int kMaxChoices = 8;
 inline constexpr size_t kMaxLogitBias = 1024;  // entries of logit_bias
+inline constexpr size_t kMaxPrompts = 16;      // prompts of one completions request (each with n choices)
 
 // Parses a body. `defaults` are the server's sampling defaults (from the
 // command line). Returns the error to send, or nullopt with *out filled.

@@ -163,6 +163,7 @@ struct Choice {
   // gpt-oss's harmony: channels (reasoning, content) and calls in one parser.
   std::optional<HarmonyStreamer> harmony;
   std::vector<std::pair<std::string, ToolCall>> calls;  // id, call
+  std::string echo;  // completions with echo: the prompt, before the answer
   // /infill's n_indent (llama-server's rule): after a newline, a line whose
   // indentation (spaces and tabs) is less than n_indent ends the answer; the
   // answer keeps that line's newline and indentation. The indentation of the
@@ -392,7 +393,7 @@ struct Exchange {
           choice["message"]["tool_calls"] = calls;
         }
       } else {
-        choice["text"] = c.text;
+        choice["text"] = c.echo + c.text;
       }
       list.push_back(choice);
     }
@@ -449,6 +450,9 @@ void StreamAnswer(HttpResponse& res, const std::shared_ptr<Exchange>& x) {
   if (x->kind == ApiKind::kChat)
     for (size_t i = 0; i < x->choices.size(); ++i)
       if (!write(Event(x->Chunk(i, {{"role", "assistant"}, {"content", nullptr}}, "", nullptr)))) return gone();
+  for (size_t i = 0; i < x->choices.size(); ++i)  // completions with echo: the prompt first
+    if (!x->choices[i].echo.empty() && !write(Event(x->Chunk(i, json::object(), x->choices[i].echo, nullptr))))
+      return gone();
   uint64_t seen = x->Seen();
   while (true) {
     bool any = false;
@@ -972,6 +976,8 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   const bool generic_tools = tools_active && tool_format == ToolCallFormat::kGeneric;
   g.stop = ar.stop;
   g.ignore_eog = ar.ignore_eos;
+  std::vector<std::vector<int32_t>> prompts;  // completions: one per prompt
+  std::vector<std::string> echoes;             // ... and its text, with echo
   if (kind == ApiKind::kChat) {
     g.kind = "chat";
     std::string rendered;
@@ -1003,11 +1009,19 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
   } else {
     g.kind = "completion";
     // Raw prompts are the caller's own template: special-token text is parsed (as llama-server does).
-    g.prompt = ar.prompt_is_ids ? ar.prompt_ids : m.tok->Encode(ar.prompt_text, true, /*parse_special=*/true);
+    for (const ApiPrompt& p : ar.prompts) {
+      prompts.push_back(p.is_ids ? p.ids : m.tok->Encode(p.text, true, /*parse_special=*/true));
+      if (ar.echo) echoes.push_back(SanitizeUtf8(p.is_ids ? m.tok->Decode(p.ids) : p.text));
+    }
+    g.prompt = prompts[0];
   }
-  if (g.prompt.empty()) return reject(BadRequest("the prompt has no tokens", prompt_param, "invalid_value"));
-  if (static_cast<int64_t>(g.prompt.size()) >= n_ctx)
-    return reject(too_long(StrFormat("%zu tokens", g.prompt.size())));
+  if (prompts.empty()) prompts.push_back(g.prompt);
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const std::string which = prompts.size() > 1 ? StrFormat(" (prompt[%zu])", p) : std::string();
+    if (prompts[p].empty()) return reject(BadRequest("the prompt has no tokens" + which, prompt_param, "invalid_value"));
+    if (static_cast<int64_t>(prompts[p].size()) >= n_ctx)
+      return reject(too_long(StrFormat("%zu tokens%s", prompts[p].size(), which.c_str())));
+  }
   g.sampling = ar.sampling;
   if (!ar.has_seed) g.sampling.seed = RandomU64();
   for (const auto& [text, bias] : ar.logit_bias_text)  // llama-server's text keys: each of the text's tokens
@@ -1065,11 +1079,15 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     if (opens_thinking && m.chat_template.thinking) g.grammar_after = "</think>";
   }
 
+  // Choices in OpenAI's order: prompt by prompt, n of each (index = prompt * n + choice).
   std::vector<GenerationRequest> requests;
-  for (int i = 0; i < ar.n; ++i) {
-    requests.push_back(g);
-    requests.back().sampling.seed = g.sampling.seed + static_cast<uint64_t>(i);  // each choice its own draw
-  }
+  for (size_t p = 0; p < prompts.size(); ++p)
+    for (int i = 0; i < ar.n; ++i) {
+      requests.push_back(g);
+      requests.back().prompt = prompts[p];
+      // each choice its own draw
+      requests.back().sampling.seed = g.sampling.seed + p * static_cast<uint64_t>(ar.n) + static_cast<uint64_t>(i);
+    }
   auto x = std::make_shared<Exchange>();
   for (GenerationRequest& r : requests) r.signal = x->signal;
   ApiError rejection;
@@ -1093,6 +1111,7 @@ void ApiServer::HandleGenerate(ApiKind kind, const HttpRequest& req, HttpRespons
     if (kind == ApiKind::kChat && m.harmony && ar.split_reasoning) c.harmony.emplace(tools_active);
     else if (tools_active) c.tool_streamer.emplace(tool_format);
     c.n_indent = ar.n_indent;
+    if (!echoes.empty()) c.echo = echoes[x->choices.size() / static_cast<size_t>(ar.n)];
     x->choices.push_back(std::move(c));
   }
   if (ar.stream) return StreamAnswer(res, x);

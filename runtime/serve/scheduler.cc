@@ -190,12 +190,19 @@ Result<std::vector<std::shared_ptr<Job>>> Scheduler::SubmitAll(std::vector<Gener
     return ResourceExhausted(rejection->message);
   }
   std::vector<std::shared_ptr<Job>> jobs;
-  const uint64_t group = requests.size() > 1 ? next_id_ : 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    requests[i].group = group;
-    requests[i].group_index = static_cast<int>(i);
-    jobs.push_back(std::make_shared<Job>(std::move(requests[i]), next_id_++));
-    queue_.push_back(jobs.back());
+  // Consecutive requests with one prompt (the choices of one prompt) form a
+  // group: the first reads the prompt, the others copy its cache.
+  for (size_t i = 0; i < requests.size();) {
+    size_t end = i + 1;
+    while (end < requests.size() && requests[end].prompt == requests[i].prompt) ++end;
+    const uint64_t group = end - i > 1 ? next_id_ : 0;
+    for (size_t k = i; k < end; ++k) {
+      requests[k].group = group;
+      requests[k].group_index = static_cast<int>(k - i);
+      jobs.push_back(std::make_shared<Job>(std::move(requests[k]), next_id_++));
+      queue_.push_back(jobs.back());
+    }
+    i = end;
   }
   metrics_.requests_deferred = static_cast<int>(queue_.size());
   cv_.notify_all();

@@ -122,9 +122,10 @@ class Scheduler {
   // Queues a request. Errors: 503 when the queue is full or the server is
   // shutting down.
   Result<std::shared_ptr<Job>> Submit(GenerationRequest request, ApiError* rejection);
-  // Queues the choices of one request (n > 1) together, or none of them:
-  // they form a group (group ids set here), and a choice that is admitted
-  // while the first one reads the prompt copies its cache instead.
+  // Queues the requests of one API call (its prompts, each with n choices)
+  // together, or none of them. Consecutive requests with the same prompt form
+  // a group (group ids set here): a choice that is admitted while the first
+  // one reads the prompt copies its cache instead.
   Result<std::vector<std::shared_ptr<Job>>> SubmitAll(std::vector<GenerationRequest> requests, ApiError* rejection);
   // Cancels a job (its client went away) and wakes the scheduler.
   void Cancel(const std::shared_ptr<Job>& job);
