@@ -19,6 +19,7 @@ PACKAGES=(
   libboost-context-dev                   # Boost.Context (fcontext): the software GPU's fibers
   libcpp-httplib-dev nlohmann-json3-dev  # httplib: the tests' HTTP client
   libutf8proc-dev                        # Unicode categories for the tokenizers
+  nginx                                  # the test of replicas behind a load balancer (docs/deploy.md)
   hipcc libamdhip64-dev rocm-device-libs # the HIP device image (cmake/StrataGpu.cmake); the CUDA
                                          # one needs nvcc from NVIDIA's CUDA toolkit, not a Debian package
 )

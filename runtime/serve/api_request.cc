@@ -162,7 +162,7 @@ std::optional<ApiError> RefuseUnsupported(const json& body, ApiKind kind) {
   if (auto e = RefuseLlamaServerExtensions(body, kind)) return e;
   if (kind == ApiKind::kCompletion) {
     if (const json* v = Field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
-      return refuse("suffix", "no fill-in-the-middle");
+      return refuse("suffix", "fill-in-the-middle is /infill's (input_prefix, input_suffix)");
   }
   return std::nullopt;
 }

@@ -253,6 +253,24 @@ void ChildProcess::Kill() {
 }
 #endif
 
+#ifndef _WIN32
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+#endif
+
 std::string RawHttp(int port, const std::string& request, int read_ms, size_t close_after_bytes) {
   Socket fd = Connect(port);
   if (fd == kNoSocket) return "";

@@ -53,6 +53,11 @@ class ChildProcess {
 // With close_after_bytes > 0, the socket is closed as soon as that many
 // bytes arrived (a client that goes away).
 std::string RawHttp(int port, const std::string& request, int read_ms, size_t close_after_bytes = 0);
+#ifndef _WIN32
+// A loopback TCP port no one listens on now (bound and released: another
+// process could take it before the caller does), or -1.
+int FreeLoopbackPort();
+#endif
 // POST `body` (application/json) to `path` on 127.0.0.1:port with
 // Connection: close, through RawHttp: the raw reply.
 std::string RawPostJson(int port, const std::string& path, const std::string& body, int read_ms);

@@ -34,6 +34,7 @@ class ServerProcess {
   // group receives no Ctrl+C).
   void Terminate() const { child_.Terminate(); }
   void Interrupt() const { child_.Interrupt(); }
+  void Kill() { child_.Kill(); }  // SIGKILL: a replica that dies
   // Waits for the process to end; its exit code (128 + signal when killed),
   // or -1 on timeout.
   int WaitExit(int timeout_ms = 30000);
