@@ -940,7 +940,7 @@ TEST_F(ServeHttpTest, ConstrainedOutputAlwaysFollowsTheSchemaOrGrammar) {
   ASSERT_TRUE(after);
   EXPECT_EQ(json::parse(after->body)["choices"][0]["message"]["content"], "ok");
   auto unsupported = Post("/v1/chat/completions",
-                          ChatBody("x", R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"age":{"type":"integer","minimum":0}}}}})"));
+                          ChatBody("x", R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":{"age":{"type":"number","minimum":0}}}}})"));
   ASSERT_TRUE(unsupported);
   EXPECT_EQ(unsupported->status, 400);
   EXPECT_NE(unsupported->body.find("minimum"), std::string::npos) << unsupported->body;
