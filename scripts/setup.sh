@@ -24,6 +24,12 @@ PACKAGES=(
                                          # one needs nvcc from NVIDIA's CUDA toolkit, not a Debian package
 )
 
+# The server's client tests (tests/serve/*.test.mjs) run on Node 18 or later:
+# Debian 12's nodejs and npm, unless a node is already installed (NodeSource's
+# bundles its own npm).
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
+
 source scripts/apt-install.sh
 strata_apt_install setup "${PACKAGES[@]}"
 

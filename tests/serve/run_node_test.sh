@@ -31,9 +31,9 @@ missing() {
   exit 1
 }
 
-command -v node >/dev/null || missing "node is not installed (Node 20 or later: apt-get install nodejs npm)"
+command -v node >/dev/null || missing "node is not installed (Node 18 or later: apt-get install nodejs npm)"
 node_major=$(node -p 'process.versions.node.split(".")[0]')
-(( node_major >= 20 )) || missing "node $(node --version) is too old (20 or later needed)"
+(( node_major >= 18 )) || missing "node $(node --version) is too old (18 or later needed: Debian 12's)"
 
 # One installer at a time: ctest -j runs several of these tests at once.
 mkdir -p "$STRATA_NODE_DIR"
