@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ApiLimits limits;
   limits.n_ctx = 4096;
   limits.n_vocab = 1000;
-  for (ApiKind kind : {ApiKind::kChat, ApiKind::kCompletion}) {
+  for (ApiKind kind : {ApiKind::kChat, ApiKind::kCompletion, ApiKind::kInfill}) {
     ApiRequest r;
     auto error = ParseApiRequest(kind, body, strata::SamplingParams{}, limits, &r);
     if (error) {
@@ -45,11 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     Check(r.max_tokens == -1 || (r.max_tokens >= 1 && r.max_tokens <= limits.n_ctx));
+    Check(r.sampling.logit_bias.size() + r.logit_bias_text.size() <= strata::serve::kMaxLogitBias);
+    for (const auto& [id, bias] : r.sampling.logit_bias) Check(id >= 0 && static_cast<uint32_t>(id) < limits.n_vocab);
+    Check(r.prompts.size() * static_cast<size_t>(r.n) <= 2 * strata::serve::kMaxPrompts);
     Check(r.sampling.Validate().ok());
     Check(r.stop.size() <= limits.max_stop);
     for (const std::string& s : r.stop) Check(!s.empty() && s.size() <= limits.max_stop_bytes);
     if (kind == ApiKind::kChat) {
       Check(!r.messages.empty());
+    } else if (kind == ApiKind::kInfill) {
+      Check(r.n == 1 && r.top_logprobs < 0 && r.n_indent >= 0 && r.input_extra.size() <= 1024);
     } else if (r.prompt_is_ids) {
       Check(!r.prompt_ids.empty());
       for (int32_t id : r.prompt_ids) Check(id >= 0 && static_cast<uint32_t>(id) < limits.n_vocab);
@@ -88,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const ToolCall& c : out->calls) CheckCall(c);
   }
   for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3,
-                           ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek}) {
+                           ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek, ToolCallFormat::kGeneric}) {
     ToolCallStreamer a(f), b(f);
     ToolCallStreamer::Out w = a.Push(body), wt = a.Finish();
     ToolCallStreamer::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
