@@ -115,15 +115,6 @@ std::string Step(std::string_view key) {
 
 std::string Index(size_t i) { return "[" + std::to_string(i) + "]"; }
 
-// One code point inside a character class.
-std::string ClassChar(uint32_t cp) {
-  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9'))
-    return std::string(1, static_cast<char>(cp));
-  if (cp < 0x80) return StrFormat("\\x%02X", static_cast<unsigned>(cp));
-  if (cp < 0x10000) return StrFormat("\\u%04X", static_cast<unsigned>(cp));
-  return StrFormat("\\U%08X", static_cast<unsigned>(cp));
-}
-
 // `item` (one element) exactly n times.
 std::string Exactly(const std::string& item, int64_t n) {
   if (n <= 0) return "";
@@ -767,12 +758,12 @@ class SchemaVisitor {
       std::string bytes;
       tokenizer::AppendUtf8(cp, &bytes);
       alts.push_back(Seq({GbnfLiteral(bytes), NotKey(t, child, child_ctx, depth + 1, hint)}));
-      if (cp != '\\') taken += ClassChar(cp);
+      if (cp != '\\') taken += GbnfClassChar(cp);
     }
     auto untaken = [&](std::string_view set) {
       std::string out;
       for (char c : set)
-        if (!nd.next.contains(static_cast<uint8_t>(c))) out += ClassChar(static_cast<uint8_t>(c));
+        if (!nd.next.contains(static_cast<uint8_t>(c))) out += GbnfClassChar(static_cast<uint8_t>(c));
       return out;
     };
     std::vector<std::string> off;  // a character (or the rest of an escape) that leaves every key
@@ -921,6 +912,14 @@ Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
 std::string JsonObjectGbnf() {
   GbnfBuilder b;
   return b.Text(*b.AddSchema(nlohmann::ordered_json{{"type", "object"}}, "object"));
+}
+
+std::string GbnfClassChar(uint32_t cp) {
+  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9'))
+    return std::string(1, static_cast<char>(cp));
+  if (cp < 0x80) return StrFormat("\\x%02X", static_cast<unsigned>(cp));
+  if (cp < 0x10000) return StrFormat("\\u%04X", static_cast<unsigned>(cp));
+  return StrFormat("\\U%08X", static_cast<unsigned>(cp));
 }
 
 std::string GbnfLiteral(std::string_view bytes) {

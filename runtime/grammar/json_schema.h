@@ -15,6 +15,7 @@
 // Annotations are ignored: title, description, examples, default, $schema,
 // $id, $comment, deprecated, readOnly, writeOnly.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -70,5 +71,8 @@ Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
 std::string JsonObjectGbnf();
 // `bytes` as a GBNF literal ("..." with escapes).
 std::string GbnfLiteral(std::string_view bytes);
+// One code point inside a GBNF character class (letters and digits as
+// themselves, others as \xHH, \uHHHH or \UHHHHHHHH).
+std::string GbnfClassChar(uint32_t cp);
 
 }  // namespace strata::grammar

@@ -49,15 +49,6 @@ std::string JsonChar(uint32_t cp) {
   return out;
 }
 
-// One code point inside a GBNF character class.
-std::string ClassCp(uint32_t cp) {
-  if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9'))
-    return std::string(1, static_cast<char>(cp));
-  if (cp < 0x80) return StrFormat("\\x%02X", static_cast<unsigned>(cp));
-  if (cp < 0x10000) return StrFormat("\\u%04X", static_cast<unsigned>(cp));
-  return StrFormat("\\U%08X", static_cast<unsigned>(cp));
-}
-
 // Sorted, merged ranges.
 std::vector<Range> Normalize(std::vector<Range> r) {
   std::sort(r.begin(), r.end());
@@ -111,7 +102,7 @@ std::string SetBody(const std::vector<Range>& set) {
       }
       parts = std::move(kept);
     }
-    for (const auto& [a, b] : parts) cls += a == b ? ClassCp(a) : ClassCp(a) + "-" + ClassCp(b);
+    for (const auto& [a, b] : parts) cls += a == b ? GbnfClassChar(a) : GbnfClassChar(a) + "-" + GbnfClassChar(b);
   }
   if (!cls.empty()) alts.push_back("[" + cls + "]");
   for (uint32_t special = 0; special < 0x20; ++special)
@@ -372,6 +363,15 @@ class Parser {
     return SetBody(set);
   }
 
+  // Inside [...]: an escape's set, or one code point, at i_.
+  Status ClassMember(std::vector<Range>* out) {
+    if (p_[i_] == '\\') return EscapeSet(true, out);
+    uint32_t cp = 0;
+    STRATA_RETURN_IF_ERROR(NextCodePoint(&cp));
+    out->push_back({cp, cp});
+    return Status::Ok();
+  }
+
   Result<std::string> Class() {
     ++i_;  // '['
     bool negated = false;
@@ -384,24 +384,12 @@ class Parser {
       first = false;
       // One member: a code point (maybe the start of a range) or an escape's set.
       std::vector<Range> member;
-      if (p_[i_] == '\\') {
-        STRATA_RETURN_IF_ERROR(EscapeSet(true, &member));
-      } else {
-        uint32_t cp = 0;
-        STRATA_RETURN_IF_ERROR(NextCodePoint(&cp));
-        member.push_back({cp, cp});
-      }
+      STRATA_RETURN_IF_ERROR(ClassMember(&member));
       const bool single = member.size() == 1 && member[0].first == member[0].second;
       if (single && i_ + 1 < end_ && p_[i_] == '-' && p_[i_ + 1] != ']') {
         ++i_;  // a range
         std::vector<Range> to;
-        if (p_[i_] == '\\') {
-          STRATA_RETURN_IF_ERROR(EscapeSet(true, &to));
-        } else {
-          uint32_t cp = 0;
-          STRATA_RETURN_IF_ERROR(NextCodePoint(&cp));
-          to.push_back({cp, cp});
-        }
+        STRATA_RETURN_IF_ERROR(ClassMember(&to));
         if (to.size() != 1 || to[0].first != to[0].second) return Error("a range to a class escape");
         if (to[0].first < member[0].first) return Error("a range out of order");
         member[0].second = to[0].first;

@@ -389,37 +389,6 @@ Result<std::string> ArgumentItems(grammar::GbnfBuilder& b, const std::string& na
 
 }  // namespace
 
-Result<std::string> GenericToolGrammar(const nlohmann::ordered_json& tools, const std::string& only, bool parallel,
-                                       bool allow_response) {
-  using grammar::GbnfLiteral;
-  grammar::GbnfBuilder b;
-  std::vector<std::string> calls;
-  for (const auto& t : tools) {
-    const auto& fn = t.at("function");
-    const std::string name = fn.at("name").get<std::string>();
-    if (!only.empty() && name != only) continue;
-    nlohmann::ordered_json params = nlohmann::ordered_json{{"type", "object"}};
-    if (auto p = fn.find("parameters"); p != fn.end() && p->is_object() && !p->empty()) params = *p;
-    auto args = b.AddSchema(params, name + "-args");
-    if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
-    calls.push_back(b.AddRule("call-" + name, GbnfLiteral("{\"name\": " + nlohmann::json(name).dump() +
-                                                         ", \"arguments\": ") +
-                                                 " " + *args + " " + GbnfLiteral("}")));
-  }
-  if (calls.empty()) return InvalidArgument("tool_choice names '" + only + "', which is not among the tools");
-  std::string any;
-  for (const auto& c : calls) any += (any.empty() ? "" : " | ") + c;
-  if (calls.size() > 1) any = b.AddRule("call", any);
-  std::string answer = GbnfLiteral("{\"tool_calls\": [") + " " + any +
-                       (parallel ? " (" + GbnfLiteral(", ") + " " + any + ")*" : "") + " " + GbnfLiteral("]}");
-  if (allow_response) {
-    auto text = b.AddSchema(nlohmann::ordered_json{{"type", "string"}}, "response-text");
-    if (!text.ok()) return text.status();
-    answer = "( " + answer + " ) | " + GbnfLiteral("{\"response\": ") + " " + *text + " " + GbnfLiteral("}");
-  }
-  return b.Text(answer);
-}
-
 std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& messages,
                                              const nlohmann::ordered_json& tools, bool system_role) {
   ojson described = ojson::array();
@@ -482,9 +451,12 @@ std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& mes
   return out;
 }
 
-Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
-                                    const std::string& only, bool parallel) {
-  if (format == ToolCallFormat::kGeneric) return GenericToolGrammar(tools, only, parallel, false);
+namespace {
+
+// The calls of `tools` (or of `only`) in `format`; kGeneric's answer may
+// also be a {"response": TEXT} when `allow_response`.
+Result<std::string> CallsGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools, const std::string& only,
+                                 bool parallel, bool allow_response) {
   using grammar::GbnfLiteral;
   grammar::GbnfBuilder b;
   std::vector<std::string> calls;
@@ -550,11 +522,32 @@ Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::order
       return b.Text("\"[TOOL_CALLS][\" " + any + (parallel ? " (\", \" " + any + ")*" : "") + " \"]\"");
     case ToolCallFormat::kLlama3:
       return b.Text(any);  // one call: the whole answer
+    case ToolCallFormat::kGeneric: {  // one JSON object: the calls, or a response
+      std::string answer = GbnfLiteral("{\"tool_calls\": [") + " " + any +
+                           (parallel ? " (" + GbnfLiteral(", ") + " " + any + ")*" : "") + " " + GbnfLiteral("]}");
+      if (allow_response) {
+        auto text = b.AddSchema(nlohmann::ordered_json{{"type", "string"}}, "response-text");
+        if (!text.ok()) return text.status();
+        answer = "( " + answer + " ) | " + GbnfLiteral("{\"response\": ") + " " + *text + " " + GbnfLiteral("}");
+      }
+      return b.Text(answer);
+    }
     case ToolCallFormat::kNone:
-    case ToolCallFormat::kGeneric:  // GenericToolGrammar, above
       break;
   }
   return InvalidArgument("this chat template has no tool-call format");
+}
+
+}  // namespace
+
+Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                    const std::string& only, bool parallel) {
+  return CallsGrammar(format, tools, only, parallel, /*allow_response=*/false);
+}
+
+Result<std::string> GenericToolGrammar(const nlohmann::ordered_json& tools, const std::string& only, bool parallel,
+                                       bool allow_response) {
+  return CallsGrammar(ToolCallFormat::kGeneric, tools, only, parallel, allow_response);
 }
 
 }  // namespace strata::serve
