@@ -78,6 +78,15 @@ std::string DescribeArchitecturesMarkdown() {
       "(`HParams::IsSwaLayer`; the KV cache is still full-size), an output bias, the router's bias, per-expert\n"
       "biases of gate, up and down (`ExpertExtras`, carried into the expert tiers and the VRAM/RAM split), the\n"
       "clamped SwiGLU, and the softmax over the chosen experts' logits (gating 3).\n"
+      "\n`qwen3next` (Qwen3-Next-80B-A3B) is qwen35moe's layer structure and tensors with three differences, each\n"
+      "data in its spec entry: NEOX RoPE over `rope.dimension_count` (no M-RoPE sections: a file with sections is\n"
+      "refused); value head `j` of a gated delta-net layer reads key head `j / (n_v / n_k)` (llama.cpp's\n"
+      "repeat-interleave; qwen35moe's converter reorders the heads so that `j % n_k` holds), a flag of the\n"
+      "hyperparameters (`ssm_grouped_heads`) that the delta-net op reads on every backend; and its GGUFs carry\n"
+      "fused tensors (`ssm_in`: q, k, v and z per key-head group; `ssm_ba`: beta and alpha per group), which the\n"
+      "packer splits into the spec's `attn_qkv`, `attn_gate`, `ssm_beta` and `ssm_alpha` by whole rows (any\n"
+      "weight type; `ArchSpec::row_splits`). Newer converters write `attn_qkv` and `attn_gate` instead of `ssm_in`;\n"
+      "both forms pack to the same bytes.\n"
       "\n## RoPE scaling (every architecture)\n\n"
       "Read as llama.cpp reads it: `rope.scaling.type` (`none`, `linear` or `yarn`; absent: linear, which without a\n"
       "factor is no scaling), `rope.scaling.factor` or the older `rope.scale_linear` (positions are divided by it;\n"
@@ -85,7 +94,8 @@ std::string DescribeArchitecturesMarkdown() {
       "`context_length`) and `rope.scaling.attn_factor` (multiplies cos and sin; absent: 1). YaRN uses llama.cpp's\n"
       "defaults (ext_factor 1, beta_fast 32, beta_slow 1) and its magnitude correction 0.1 ln(factor) + 1. Any other\n"
       "type (LongRoPE) is refused with the key and the types Strata runs.\n";
-  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss}) {
+  for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss,
+                 Arch::kQwen3Next}) {
     const ArchSpec& s = GetArchSpec(a);
     bool dense_lead = false, swa = false, sinks = false;
     for (const HParamSpec& h : s.hparams) {
@@ -120,6 +130,17 @@ std::string DescribeArchitecturesMarkdown() {
       if (t.optional) types += "; optional: " + std::string(t.why_optional);
       md += StrFormat("| `%s` | %s | %s | %s | %s |\n", t.pattern, std::string(TensorRoleName(t.role)).c_str(),
                       LayersText(t.layers), shape.c_str(), types.c_str());
+    }
+    if (s.ssm_grouped_heads)
+      md += "\nValue head `j` of a gated delta-net layer reads key head `j / (ssm.time_step_rank / ssm.group_count)` "
+            "(the grouped order; qwen35moe's GGUFs are tiled: `j % ssm.group_count`).\n";
+    if (!s.row_splits.empty()) {
+      md += "\nFused GGUF tensors, split into the tensors above at pack time (a GGUF carries either form, not "
+            "both):\n\n| GGUF tensor | layers | shape | becomes |\n|---|---|---|---|\n";
+      for (const RowSplit& r : s.row_splits)
+        md += StrFormat("| `%s` | %s | [n_embd, %s] | `%s` + `%s` (rows regrouped) |\n", r.pattern,
+                        LayersText(r.layers), r.rows.text, std::string(TensorRoleName(r.parts[0])).c_str(),
+                        std::string(TensorRoleName(r.parts[1])).c_str());
     }
   }
   md += "\n## vocab-only\n\nA GGUF with no tensors is packed as a tokenizer alone (any `general.architecture`);\n"

@@ -10,7 +10,8 @@ namespace strata {
 
 struct Fix {
   std::string kind;      // "default", "integer-type", "float-type", "per-layer-array", "squeeze-dims",
-                         // "widen-type", "user-override", "drop-tensor"
+                         // "widen-type", "user-override", "drop-tensor",
+                         // "split-tensor"
   std::string location;  // a metadata key or a tensor name
   std::string before;
   std::string after;

@@ -387,6 +387,7 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
   hp.rope_type = spec.rope_type;
   hp.swiglu_alpha = spec.swiglu_alpha;
   hp.swiglu_limit = spec.swiglu_limit;
+  hp.ssm_grouped_heads = spec.ssm_grouped_heads;
   // A sliding window with a RoPE base of its own (rope.freq_base_swa): runs
   // with one base only.
   if (const gguf::KeyValue* kv = model.Find(imp.Key("rope.freq_base_swa"))) {

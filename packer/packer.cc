@@ -32,6 +32,7 @@ namespace {
 Result<BlobInfo> WriteTensor(PackWriter& w, const gguf::GgufModel& model, const PlannedTensor& p) {
   std::span<const uint8_t> src = model.TensorData(*p.source);
   if (p.transform == TensorTransform::kCopy) return w.AddBlob(src);
+  if (p.transform == TensorTransform::kRowGather) return w.AddBlob(GatherRows(model, p));
   // kWidenToF32: F16/BF16 -> F32, in chunks.
   STRATA_RETURN_IF_ERROR(w.BeginBlob());
   constexpr size_t kChunk = 1 << 16;
@@ -92,6 +93,7 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
   hb.add_n_swa(h.n_swa);
   hb.add_swa_pattern(h.swa_pattern);
   hb.add_swiglu_alpha(h.swiglu_alpha);
+  hb.add_ssm_grouped_heads(h.ssm_grouped_heads);
   hb.add_swiglu_limit(h.swiglu_limit);
   return hb.Finish();
 }
@@ -158,7 +160,7 @@ bool ResolveArch(const gguf::GgufModel& model, PackResult* out) {
   } else {
     r.log.Refuse("general.architecture",
                  "architecture '" + Printable(*arch_name) +
-                     "' is not supported (Strata runs llama, qwen3moe and qwen35moe, and packs vocab-only files)");
+                     "' is not supported (Strata runs " + RunnableArchNames() + ", and packs vocab-only files)");
     return false;
   }
 

@@ -9,6 +9,7 @@ namespace strata {
 std::unique_ptr<PlannedViews> ViewPlannedTensors(const gguf::GgufModel& model, const std::vector<PlannedTensor>& plan) {
   auto out = std::make_unique<PlannedViews>();
   out->widened.reserve(plan.size());
+  out->gathered.reserve(plan.size());
   for (const PlannedTensor& p : plan) {
     TensorView v;
     v.name = p.name;
@@ -30,6 +31,9 @@ std::unique_ptr<PlannedViews> ViewPlannedTensors(const gguf::GgufModel& model, c
         w[i] = p.source->type == GgmlType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
       }
       v.data = {reinterpret_cast<const uint8_t*>(w.data()), w.size() * sizeof(float)};
+    } else if (p.transform == TensorTransform::kRowGather) {
+      const std::vector<uint8_t>& g = out->gathered.emplace_back(GatherRows(model, p));
+      v.data = {g.data(), g.size()};
     } else {
       v.data = src;
     }

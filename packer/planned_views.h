@@ -15,6 +15,7 @@ namespace strata {
 struct PlannedViews {
   std::vector<TensorView> views;              // one per planned tensor, in plan order
   std::vector<std::vector<float>> widened;    // storage of tensors widened to F32
+  std::vector<std::vector<uint8_t>> gathered; // storage of tensors gathered from fused ones
 };
 
 // REQUIRES: `plan` came from PlanTensors on `model` without refusals. The

@@ -1,6 +1,8 @@
 #include "packer/tensor_plan.h"
 
 #include <cinttypes>
+#include <cstring>
+#include <map>
 #include <unordered_set>
 
 #include "runtime/base/strings.h"
@@ -17,7 +19,73 @@ std::string ExpectedShapeText(const ExpectedTensor& e) {
   return s + "]";
 }
 
+// A part of a fused GGUF tensor (ArchSpec::row_splits) that stands in for a
+// tensor the GGUF does not carry.
+struct SplitSource {
+  const gguf::TensorInfo* tensor;
+  const RowSplit* split;
+  size_t part;
+};
+
+// Finds the fused tensors a GGUF carries, checks them, and says which spec
+// tensors they supply; their names go into `expected_names`.
+std::map<std::string, SplitSource> FindSplitSources(const gguf::GgufModel& model, const ArchSpec& spec,
+                                                    const HParams& hp, std::unordered_set<std::string>* expected_names,
+                                                    FixLog* log) {
+  std::map<std::string, SplitSource> out;
+  const std::vector<ExpectedTensor> expected = ExpectedTensors(spec, hp);
+  for (const RowSplit& split : spec.row_splits) {
+    for (const ExpectedTensor& e : expected) {
+      if (e.spec->role != split.parts[0]) continue;
+      const std::string name = TensorName(split.pattern, e.layer);
+      const gguf::TensorInfo* t = model.FindTensor(name);
+      if (!t) continue;
+      expected_names->insert(name);
+      const std::string part0 = TensorName(GetTensorPattern(spec, split.parts[0]), e.layer);
+      const std::string part1 = TensorName(GetTensorPattern(spec, split.parts[1]), e.layer);
+      if (model.FindTensor(part0) || model.FindTensor(part1)) {
+        log->Refuse(name, "both forms: the GGUF carries " + name + " and " +
+                              (model.FindTensor(part0) ? part0 : part1) + ", which it holds; expected one or the other");
+        continue;
+      }
+      const uint64_t rows = split.rows.eval(hp), row = e.shape[0];
+      const auto ne = [t](int d) { return static_cast<uint64_t>(t->ne[d]); };
+      const bool shape_ok = (t->n_dims == 2 || (t->n_dims == 3 && ne(2) == 1)) && ne(0) == row && ne(1) == rows;
+      if (!shape_ok) {
+        log->Refuse(name, StrFormat("shape: expected [%" PRIu64 " (%s), %" PRIu64 " (%s)], found ", row,
+                                    e.spec->shape[0].text, rows, split.rows.text) + t->ShapeString());
+        continue;
+      }
+      if (!TypeAllowed(TypeRule::kAnyWeight, t->type)) {
+        log->Refuse(name, "type: expected " + std::string(TypeRuleText(TypeRule::kAnyWeight)) + ", found " +
+                              std::string(TypeName(t->type)));
+        continue;
+      }
+      out[part0] = {t, &split, 0};
+      out[part1] = {t, &split, 1};
+      log->AddFix("split-tensor", name, t->ShapeString(), part0 + " + " + part1,
+                  "the fused form of this architecture's GGUFs; its rows regrouped into the spec's two tensors "
+                  "(llama.cpp splits the same rows in its graph)");
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+const char* GetTensorPattern(const ArchSpec& spec, TensorRole role) {
+  for (const TensorSpec& t : spec.tensors)
+    if (t.role == role) return t.pattern;
+  return "?";
+}
+
+std::vector<uint8_t> GatherRows(const gguf::GgufModel& model, const PlannedTensor& p) {
+  std::span<const uint8_t> src = model.TensorData(*p.source);
+  std::vector<uint8_t> out(p.rows.size() * p.row_bytes);
+  for (size_t i = 0; i < p.rows.size(); ++i)
+    std::memcpy(out.data() + i * p.row_bytes, src.data() + p.rows[i] * p.row_bytes, p.row_bytes);
+  return out;
+}
 
 std::string ShapeString(const std::vector<uint64_t>& shape) {
   std::string s = "[";
@@ -31,14 +99,43 @@ std::vector<PlannedTensor> PlanTensors(const gguf::GgufModel& model, Arch arch, 
   if (arch == Arch::kVocabOnly) return plan;
   const ArchSpec& spec = GetArchSpec(arch);
   std::unordered_set<std::string> expected_names;
+  const std::map<std::string, SplitSource> split_sources = FindSplitSources(model, spec, *hp, &expected_names, log);
   for (const ExpectedTensor& e : ExpectedTensors(spec, *hp)) {
     expected_names.insert(e.name);
     const gguf::TensorInfo* t = model.FindTensor(e.name);
+    if (auto it = split_sources.find(e.name); !t && it != split_sources.end()) {
+      // Rows of a fused tensor, checked by FindSplitSources.
+      const SplitSource& src = it->second;
+      PlannedTensor p;
+      p.name = e.name;
+      p.role = e.spec->role;
+      p.layer = e.layer;
+      p.source = src.tensor;
+      p.type = src.tensor->type;
+      p.shape = e.shape;
+      p.transform = TensorTransform::kRowGather;
+      Result<uint64_t> rb = RowBytes(p.type, p.shape[0]);
+      if (!rb.ok()) {
+        log->Refuse(e.name, "size: " + rb.status().message());
+        continue;
+      }
+      p.row_bytes = *rb;
+      p.bytes = p.row_bytes * p.shape[1];
+      p.rows.resize(p.shape[1]);
+      for (uint64_t i = 0; i < p.shape[1]; ++i) p.rows[i] = src.split->row(*hp, src.part, i);
+      plan.push_back(std::move(p));
+      continue;
+    }
     if (!t) {
       if (e.spec->role == TensorRole::kOutput) hp->tied_output = true;
+      std::string fused;
+      for (const RowSplit& r : spec.row_splits)
+        if (r.parts[0] == e.spec->role || r.parts[1] == e.spec->role)
+          fused = "; or the fused " + TensorName(r.pattern, e.layer) + " that holds it";
       if (!e.spec->optional)
         log->Refuse(e.name, "missing: the " + std::string(spec.gguf_name) + " spec requires it (" +
-                                std::string(TensorRoleName(e.spec->role)) + ", shape " + ExpectedShapeText(e) + ")");
+                                std::string(TensorRoleName(e.spec->role)) + ", shape " + ExpectedShapeText(e) + ")" +
+                                fused);
       continue;
     }
     PlannedTensor p;

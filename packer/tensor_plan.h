@@ -19,6 +19,7 @@ namespace strata {
 enum class TensorTransform : uint8_t {
   kCopy,        // bytes copied as they are
   kWidenToF32,  // F16 or BF16 converted to F32 (exact)
+  kRowGather,   // rows of a fused source tensor (ArchSpec::row_splits), in PlannedTensor::rows' order
 };
 
 struct PlannedTensor {
@@ -33,7 +34,14 @@ struct PlannedTensor {
   uint64_t row_bytes = 0;
   uint32_t expert_count = 0;
   uint64_t expert_stride = 0;
+  std::vector<uint64_t> rows;      // kRowGather: the source's rows this tensor's rows are
 };
+
+// The pattern of the spec tensor with this role ("?" if none).
+const char* GetTensorPattern(const ArchSpec& spec, TensorRole role);
+
+// The bytes of a kRowGather tensor: its rows copied out of the source.
+std::vector<uint8_t> GatherRows(const gguf::GgufModel& model, const PlannedTensor& p);
 
 // Sets hp->tied_output. Problems go to `log`.
 std::vector<PlannedTensor> PlanTensors(const gguf::GgufModel& model, Arch arch, HParams* hp,

@@ -33,6 +33,9 @@ FIXTURES=(
   "qwen3moe-q8_0-linear|--arch qwen3moe --type Q8_0 --seed 45 --rope-scaling linear:2"
   "gpt-oss-f32|--arch gpt-oss --type F32 --seed 61"
   "gpt-oss-mxfp4_moe|--arch gpt-oss --mix mxfp4_moe --seed 62"
+  "qwen3next-f32|--arch qwen3next --type F32 --seed 71 --split-qkvz"
+  "qwen3next-q8_0|--arch qwen3next --type Q8_0 --seed 72"
+  "qwen3next-q4_k_m-yarn|--arch qwen3next --mix q4_k_m --seed 73 --rope-scaling yarn:4:64"
 )
 WANT=("$@")
 tmp=$(mktemp -d)

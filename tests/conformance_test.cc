@@ -199,6 +199,7 @@ const std::map<std::string, float> kFastTolerance = {
     {"glm4moe-f32", 1e-3f},    {"glm4moe-q8_0", 0.05f},    {"glm4moe-q4_k_m-yarn", 0.05f},
     {"qwen3-f32-yarn", 1e-3f}, {"qwen3moe-q8_0-linear", 0.05f},
     {"gpt-oss-f32", 1e-3f},    {"gpt-oss-mxfp4_moe", 0.05f},
+    {"qwen3next-f32", 1e-3f},  {"qwen3next-q8_0", 0.05f},  {"qwen3next-q4_k_m-yarn", 0.05f},
 };
 
 TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {
@@ -366,6 +367,9 @@ const std::map<std::string, KvBounds> kKvTolerance = {
     {"qwen3moe-q8_0-linear", {3e-4f, 0.03f, 0.03f, 0.03f}},
     {"gpt-oss-f32", {3e-4f, 5e-3f, 3e-4f, 5e-3f}},
     {"gpt-oss-mxfp4_moe", {3e-4f, 5e-3f, 0.03f, 0.03f}},
+    {"qwen3next-f32", {1e-4f, 1.5e-3f, 1e-4f, 1.5e-3f}},
+    {"qwen3next-q8_0", {1e-4f, 1.5e-3f, 0.01f, 0.015f}},
+    {"qwen3next-q4_k_m-yarn", {1e-4f, 1.5e-3f, 0.05f, 0.05f}},
 };
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -432,11 +436,12 @@ std::vector<std::string> ConformanceFixtures() {
       {"qwen3moe-f32", "qwen3moe-q8_0", "qwen3moe-q4_k_m", "qwen3moe-q2_k", "qwen3moe-iq4_xs", "qwen3moe-iq3_s",
        "qwen3moe-q2_0", "qwen3moe-mxfp4_moe", "qwen3moe-q4_k_m-split", "stories260k-f32", "stories260k-q8_0",
        "qwen35moe-q8_0", "qwen35moe-q4_k_m", "glm4moe-f32", "glm4moe-q8_0", "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn",
-       "qwen3moe-q8_0-linear", "gpt-oss-f32", "gpt-oss-mxfp4_moe"},
+       "qwen3moe-q8_0-linear", "gpt-oss-f32", "gpt-oss-mxfp4_moe", "qwen3next-f32", "qwen3next-q8_0",
+       "qwen3next-q4_k_m-yarn"},
       [](const std::string& name) {
         for (const char* kept : {"qwen3moe-q4_k_m", "qwen3moe-iq3_s", "qwen3moe-q2_0", "qwen3moe-q4_k_m-split",
                                  "stories260k-q8_0", "qwen35moe-q4_k_m", "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn",
-                                 "gpt-oss-mxfp4_moe"})
+                                 "gpt-oss-mxfp4_moe", "qwen3next-q4_k_m-yarn"})
           if (name == kept) return true;
         return false;
       });

@@ -24,9 +24,7 @@ class ForwardBatchTest : public ::testing::TestWithParam<Arch> {
     std::string dir = testing::ScratchDir("forward_batch");
     testing::SyntheticModelSpec s;
     s.arch = GetParam();
-    s.hp = s.arch == Arch::kLlama      ? testing::TinyLlamaHParams()
-           : s.arch == Arch::kQwen3Moe ? testing::TinyQwen3MoeHParams()
-                                       : testing::TinyQwen35MoeHParams();
+    s.hp = testing::TinyHParams(s.arch);
     s.seed = 5;
     auto b = testing::BuildSyntheticModel(s);
     ASSERT_TRUE(b.ok()) << b.status().message();
@@ -111,7 +109,8 @@ TEST_P(ForwardBatchTest, BadBatchesAreRefusedWithoutChangingState) {
   EXPECT_EQ(a->n_past, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchTest, ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe),
+INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchTest,
+                         ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kQwen3Next),
                          [](const auto& param_info) { return std::string(ArchName(param_info.param)); });
 
 }  // namespace

@@ -359,7 +359,10 @@ std::vector<ArchCase> GpuOpsArchCases() {
        ArchCase{Arch::kGlm4Moe, GgmlType::kQ8_0, 0}, ArchCase{Arch::kGlm4Moe, GgmlType::kQ4_K, 0, 3, true},
        // gpt-oss: sinks, a sliding window (layer 0), Q/K/V/O biases, the
        // router's and the experts' biases, the clamped SwiGLU, YaRN.
-       ArchCase{Arch::kGptOss, GgmlType::kMXFP4, 0}, ArchCase{Arch::kGptOss, GgmlType::kF32, 0}},
+       ArchCase{Arch::kGptOss, GgmlType::kMXFP4, 0}, ArchCase{Arch::kGptOss, GgmlType::kF32, 0},
+       // qwen3next: qwen35moe's layers with NEOX RoPE and the value heads in
+       // the grouped order (2 per key head here, so the order matters).
+       ArchCase{Arch::kQwen3Next, GgmlType::kQ8_0, 0}},
       [](const ArchCase& c) {
         if (c.type == GgmlType::kF32) return false;
         if (c.arch == Arch::kQwen3Moe) return c.type == GgmlType::kQ8_0 || c.type == GgmlType::kF16;

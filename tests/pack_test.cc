@@ -616,6 +616,64 @@ TEST(PackRefusals, GptOssSpecViolationsAreRefused) {
   EXPECT_EQ(r->arch, Arch::kGptOss);
 }
 
+// qwen3next: its GGUFs carry ssm_in and ssm_ba fused; the packer stores the
+// spec's attn_qkv/attn_gate and ssm_beta/ssm_alpha. Both forms of ssm_in
+// pack to the same bytes; a GGUF with both forms, a misshapen fused tensor,
+// a missing one, or M-RoPE sections is refused.
+TEST(PackRefusals, Qwen3NextFusedTensorsSplitAndTheirViolationsAreRefused) {
+  std::string dir = testing::ScratchDir("pack_qwen3next");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen3Next;
+  s.hp = testing::TinyQwen3NextHParams();
+  s.matrix_type = GgmlType::kQ4_K;
+  const ArchEdit cases[] = {
+      {"both_forms",
+       [](testing::GgufBuilder& b) {
+         b.Tensor("blk.0.attn_gate.weight", GgmlType::kF32, {256, 256}, std::vector<uint8_t>(256 * 256 * 4));
+       },
+       {"blk.0.ssm_in.weight: both forms: the GGUF carries blk.0.ssm_in.weight and blk.0.attn_gate.weight"}},
+      {"fused_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.ssm_ba.weight", {256, 4, 2}); },
+       {"blk.1.ssm_ba.weight: shape: expected [256 (n_embd), 8 (2*ssm_dt_rank)], found [256, 4, 2]"}},
+      {"no_fused", [](testing::GgufBuilder& b) { b.RemoveTensor("blk.2.ssm_in.weight"); },
+       {"blk.2.attn_qkv.weight: missing", "or the fused blk.2.ssm_in.weight that holds it",
+        "blk.2.attn_gate.weight: missing"}},
+      {"sections", [](testing::GgufBuilder& b) { b.I32Array("qwen3next.rope.dimension_sections", {3, 3, 2, 0}); },
+       {"rope.dimension_sections: expected none"}},
+  };
+  ExpectEveryEditRefused(s, cases, dir);
+
+  std::vector<std::string> packs;
+  for (bool split : {false, true}) {
+    s.split_qkvz = split;
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    const std::string name = dir + (split ? "/split" : "/fused");
+    ASSERT_TRUE(b->WriteFile(name + ".gguf").ok());
+    auto g = gguf::GgufModel::Open(name + ".gguf");
+    ASSERT_TRUE(g.ok());
+    EXPECT_EQ(g->FindTensor("blk.0.ssm_in.weight") != nullptr, !split);
+    EXPECT_NE(g->FindTensor("blk.0.ssm_ba.weight"), nullptr);
+    auto r = PackFile(name + ".gguf", name + ".strata");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->hparams.ssm_grouped_heads);
+    packs.push_back(name + ".strata");
+  }
+  auto fused = Pack::Open(packs[0]);
+  auto split = Pack::Open(packs[1]);
+  ASSERT_TRUE(fused.ok() && split.ok());
+  EXPECT_TRUE((*fused)->hparams().ssm_grouped_heads);
+  for (const char* t : {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.2.ssm_beta.weight",
+                        "blk.2.ssm_alpha.weight"}) {
+    SCOPED_TRACE(t);
+    const TensorView* a = (*fused)->Find(t);
+    const TensorView* b = (*split)->Find(t);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->type, GgmlType::kQ4_K);
+    ASSERT_EQ(a->data.size(), b->data.size());
+    EXPECT_EQ(std::memcmp(a->data.data(), b->data.data(), a->data.size()), 0);
+  }
+}
+
 // qwen35moe's per-layer head_count_kv: each element converts exactly or the
 // key is refused naming the layer and the value.
 TEST(PackRefusals, PerLayerArraysConvertOnlyExactly) {

@@ -30,6 +30,8 @@ DIM(kSsmKernel, "ssm_d_conv", u64{h.ssm_d_conv});
 DIM(kSsmInner, "ssm_d_inner", u64{h.ssm_d_inner});
 DIM(kSsmVHeads, "ssm_dt_rank", u64{h.ssm_dt_rank});
 DIM(kSsmState, "ssm_d_state", u64{h.ssm_d_state});
+DIM(kSsmQkvz, "2*ssm_n_group*ssm_d_state+2*ssm_d_inner", 2 * u64{h.ssm_n_group} * h.ssm_d_state + 2 * u64{h.ssm_d_inner});
+DIM(kSsmBa, "2*ssm_dt_rank", 2 * u64{h.ssm_dt_rank});
 #undef DIM
 constexpr DimExpr kNone{"", [](const HParams&) -> uint64_t { return 1; }};
 
@@ -138,6 +140,31 @@ constexpr TensorSpec kQwen35MoeTensors[] = {
      T::kAnyWeight, true, "absent: the MTP layer uses the main output head"},
     {"blk.{L}.nextn.shared_head_norm.weight", R::kNextnSharedHeadNorm, L::kNextn, 1, {kE, kNone, kNone},
      T::kF32Only, true, "absent: the MTP layer uses output_norm"},
+};
+
+// qwen3next's fused GGUF tensors (llama.cpp's qwen3next build_qkvz and its
+// beta/alpha split). Per key-head group g of G = ssm_n_group, with r =
+// ssm_dt_rank / G value heads per group: ssm_in's rows are [q: dk | k: dk |
+// v: r*dv | z: r*dv], ssm_ba's [beta: r | alpha: r]. attn_qkv is
+// [q of every group | k of every group | v of every group], attn_gate z's rows
+// group by group; value head g*r + j keeps its place, so the pack's value
+// heads are in the grouped order (HParams::ssm_grouped_heads).
+uint64_t QkvzRow(const HParams& h, size_t part, uint64_t i) {
+  const uint64_t dk = h.ssm_d_state, vr = h.ssm_d_inner / h.ssm_n_group;  // a group's v (and z) rows
+  const uint64_t block = 2 * dk + 2 * vr, key_dim = uint64_t{h.ssm_n_group} * dk;
+  if (part == 1) return (i / vr) * block + 2 * dk + vr + i % vr;  // z
+  if (i < key_dim) return (i / dk) * block + i % dk;               // q
+  if (i < 2 * key_dim) return ((i - key_dim) / dk) * block + dk + (i - key_dim) % dk;  // k
+  i -= 2 * key_dim;
+  return (i / vr) * block + 2 * dk + i % vr;  // v
+}
+uint64_t BetaAlphaRow(const HParams& h, size_t part, uint64_t i) {
+  const uint64_t r = h.ssm_dt_rank / h.ssm_n_group;
+  return (i / r) * 2 * r + part * r + i % r;
+}
+constexpr RowSplit kQwen3NextSplits[] = {
+    {"blk.{L}.ssm_in.weight", L::kRecurrent, kSsmQkvz, {R::kAttnQkv, R::kAttnGate}, QkvzRow},
+    {"blk.{L}.ssm_ba.weight", L::kRecurrent, kSsmBa, {R::kSsmBeta, R::kSsmAlpha}, BetaAlphaRow},
 };
 
 // GLM-4.5 / 4.6: attention with Q/K/V biases (and QK-norm in the largest),
@@ -344,6 +371,38 @@ constexpr HParamSpec kQwen35MoeHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
+// qwen3next (llama.cpp's load_arch_hparams for it): qwen35moe's keys, with
+// NEOX RoPE over rope.dimension_count instead of M-RoPE sections.
+constexpr const char* kWhyNextSections = "none: qwen3next rotates with plain NEOX RoPE (llama.cpp reads no sections)";
+constexpr HParamSpec kQwen3NextHParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    OPT_U32("feed_forward_length", n_ff, 0, nullptr, "0", kWhyDenseFf),
+    REQ_U32("attention.head_count", n_head),
+    {"attention.head_count_kv", K::kU32OrPerLayer, false, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv,
+     &H::n_head_kv, kNoF32, kNoBool},
+    OPT_U32("attention.key_length", head_dim_k, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("attention.value_length", head_dim_v, 0, EmbdPerHead, "embedding_length / head_count", kWhyHeadDim),
+    OPT_U32("rope.dimension_count", n_rot, 0, FromKeyLength, "attention.key_length", kWhyRopeDims),
+    {"rope.dimension_sections", K::kI32Array4, false, 0, nullptr, "none", kWhyNextSections, kNoU32, kNoF32, kNoBool},
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    OPT_U32("expert_feed_forward_length", n_ff_exp, 0, FfPerUsedExpert, "feed_forward_length / expert_used_count", kWhyExpFf),
+    OPT_U32("expert_shared_feed_forward_length", n_ff_shexp, 0, FromFf, "feed_forward_length", kWhyShFf),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    REQ_U32("ssm.conv_kernel", ssm_d_conv),
+    REQ_U32("ssm.state_size", ssm_d_state),
+    REQ_U32("ssm.group_count", ssm_n_group),
+    REQ_U32("ssm.time_step_rank", ssm_dt_rank),
+    REQ_U32("ssm.inner_size", ssm_d_inner),
+    OPT_U32("full_attention_interval", full_attn_interval, 4, nullptr, "4", kWhyInterval),
+    OPT_U32("nextn_predict_layers", nextn_predict_layers, 0, nullptr, "0", kWhyNextn),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
 // glm4moe (llama.cpp's load_arch_hparams for it): the dense layers' width,
 // the experts', the shared experts' count; sigmoid routing unless the file
 // says otherwise.
@@ -436,6 +495,11 @@ constexpr ArchSpec kSpecs[] = {
     // llama.cpp's constants for gpt-oss's clamped SwiGLU (LLM_FFN_SWIGLU_OAI_MOE).
     {Arch::kGptOss, "gpt-oss", RopeType::kNeox, kGptOssHParams, kGptOssTensors,
      {Mixer::kAttention, false, FfnKind::kMoe, TensorRole::kPostAttnNorm}, 1.0f, 1.702f, 7.0f},
+    // qwen35moe's layers and tensors; value heads in the grouped order, and
+    // the fused ssm_in / ssm_ba of its GGUFs split at pack time.
+    {Arch::kQwen3Next, "qwen3next", RopeType::kNeox, kQwen3NextHParams, kQwen35MoeTensors,
+     {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f, 0.0f, 0.0f, true,
+     kQwen3NextSplits},
 };
 
 bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
@@ -467,6 +531,13 @@ std::optional<Arch> ArchFromName(std::string_view n) {
   for (const auto& s : kSpecs)
     if (s.gguf_name == n && s.arch != Arch::kVocabOnly) return s.arch;
   return std::nullopt;
+}
+
+std::string RunnableArchNames() {
+  std::string out;
+  for (const auto& s : kSpecs)
+    if (s.arch != Arch::kVocabOnly) out += (out.empty() ? "" : ", ") + std::string(s.gguf_name);
+  return out;
 }
 
 std::string_view RopeTypeName(RopeType r) {
@@ -676,6 +747,9 @@ Status CheckHParams(Arch arch, const HParams& hp) {
     STRATA_RETURN_IF_ERROR(range("ssm.time_step_rank", hp.ssm_dt_rank, 1, kMaxHeads));
     if (hp.ssm_dt_rank % hp.ssm_n_group != 0)
       return bad("ssm.time_step_rank", StrFormat("a multiple of ssm.group_count %u", hp.ssm_n_group), hp.ssm_dt_rank);
+    if (hp.ssm_grouped_heads != spec.ssm_grouped_heads)
+      return bad("ssm_grouped_heads (the value heads' order)", spec.ssm_grouped_heads ? "1 (grouped)" : "0 (tiled)",
+                 hp.ssm_grouped_heads);
     if (uint64_t{hp.ssm_d_inner} != uint64_t{hp.ssm_d_state} * hp.ssm_dt_rank)
       return bad("ssm.inner_size",
                  StrFormat("ssm.state_size * ssm.time_step_rank = %llu (key and value heads have the same width)",

@@ -27,9 +27,12 @@ enum class Arch : uint8_t {
   kQwen3 = 4,      // dense Qwen3, added through the spec alone (docs/architectures.md)
   kGlm4Moe = 5,    // GLM-4.5 / 4.6 (glm4moe)
   kGptOss = 6,     // gpt-oss-20b / 120b (gpt-oss)
+  kQwen3Next = 7,  // Qwen3-Next-80B-A3B (qwen3next): qwen35moe's layers, its own head order and tensor forms
 };
-std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only"
+std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only", ...
 std::optional<Arch> ArchFromName(std::string_view gguf_name);
+// The architectures with weights Strata runs, comma-separated: "llama, qwen3moe, ...".
+std::string RunnableArchNames();
 
 enum class RopeType : uint8_t { kNorm = 0, kNeox = 1, kIMRope = 2 };
 std::string_view RopeTypeName(RopeType r);
@@ -94,10 +97,18 @@ struct HParams {
   uint32_t ssm_n_group = 0;  // key heads
   uint32_t ssm_dt_rank = 0;  // value heads
   uint32_t ssm_d_inner = 0;  // value heads * head dim
+  // Which key head value head j reads: false j % ssm_n_group (qwen35moe's
+  // tiled order), true j / (ssm_dt_rank / ssm_n_group) (qwen3next's grouped
+  // order, llama.cpp's repeat-interleave).
+  bool ssm_grouped_heads = false;
   uint32_t full_attn_interval = 0;
   uint32_t nextn_predict_layers = 0;
   bool tied_output = false;  // no output.weight: the token embedding is the output head
 
+  // The key head that value head hv of a gated delta-net layer reads.
+  uint32_t SsmKeyHead(uint32_t hv) const {
+    return ssm_grouped_heads ? hv / (ssm_dt_rank / ssm_n_group) : hv % ssm_n_group;
+  }
   // qwen35moe: layer il runs gated delta-net (true) or gated full attention.
   bool IsRecurrentLayer(uint32_t il) const {
     return full_attn_interval != 0 && il < n_layer && (il + 1) % full_attn_interval != 0;
@@ -218,6 +229,19 @@ struct LayerPlan {
   TensorRole ffn_norm;
 };
 
+// A GGUF tensor that holds two of the spec's tensors with their rows
+// interleaved (qwen3next's ssm_in: per key-head group [q k v | z]; its
+// ssm_ba: per group [beta | alpha]). The packer stores the spec's
+// tensors: row i of part p is the source's row `row(hp, p, i)`. A GGUF
+// carries the source or the parts, never both.
+struct RowSplit {
+  const char* pattern;              // "blk.{L}.ssm_in.weight"
+  LayerSet layers;
+  DimExpr rows;                     // the source's shape[1]; shape[0] is the parts' row length
+  std::array<TensorRole, 2> parts;  // tensors of the same spec, rank 2, with the source's row length
+  uint64_t (*row)(const HParams&, size_t part, uint64_t i);
+};
+
 struct ArchSpec {
   Arch arch;
   std::string_view gguf_name;
@@ -233,6 +257,10 @@ struct ArchSpec {
   // hard-codes them): the experts' clamped SwiGLU (HParams::swiglu_*).
   float swiglu_alpha = 0.0f;
   float swiglu_limit = 0.0f;
+  // HParams::ssm_grouped_heads of the architecture (GGUF does not say it).
+  bool ssm_grouped_heads = false;
+  // GGUF tensors the packer splits into the spec's tensors.
+  std::span<const RowSplit> row_splits = {};
 
   bool has_experts() const { return layers.ffn != FfnKind::kDense; }
   bool has_shared_expert() const { return layers.ffn == FfnKind::kMoeSharedExpert; }

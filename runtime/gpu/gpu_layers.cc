@@ -268,6 +268,7 @@ Status GpuBackend::GatedDeltaNet(int32_t il, strata::Act in, strata::Act out) {
     a.n_k = static_cast<int32_t>(sh.n_k), a.n_v = static_cast<int32_t>(sh.n_v), a.dk = static_cast<int32_t>(sh.dk),
     a.dv = static_cast<int32_t>(sh.dv);
     a.chunked = chunked ? 1 : 0;
+    a.grouped_heads = sh.grouped_heads ? 1 : 0;
     a.scratch = AsPtr<float>(scratch);
     const uint32_t threads = static_cast<uint32_t>((sh.dv + L().warp() - 1) / L().warp() * L().warp());
     STRATA_RETURN_IF_ERROR(L()(kernels_.delta_rule,

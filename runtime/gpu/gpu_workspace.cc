@@ -58,6 +58,7 @@ AttentionShape AttentionShape::For(const HParams& hp, Mixer mixer, int64_t n, in
 DeltaNetShape DeltaNetShape::For(const HParams& hp) {
   DeltaNetShape s;
   s.n_k = hp.ssm_n_group;
+  s.grouped_heads = hp.ssm_grouped_heads;
   s.n_v = hp.ssm_dt_rank;
   s.dk = s.dv = hp.ssm_d_state;
   s.key_dim = s.n_k * s.dk;

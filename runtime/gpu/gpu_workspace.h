@@ -20,6 +20,7 @@ struct AttentionShape {
 
 struct DeltaNetShape {
   int64_t n_k = 0, n_v = 0, dk = 0, dv = 0, key_dim = 0, value_dim = 0, channels = 0, d_conv = 0;
+  bool grouped_heads = false;  // HParams::ssm_grouped_heads
   static constexpr int64_t kChunk = 64;  // kernels/delta_net.cu kDeltaChunk
   static DeltaNetShape For(const HParams& hp);
 };

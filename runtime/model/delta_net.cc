@@ -1,11 +1,12 @@
-// Gated delta-net (qwen35moe's linear-attention layers), reference/formats.md 3.6:
+// Gated delta-net (qwen35moe's and qwen3next's linear-attention layers), reference/formats.md 3.6:
 //
 //   qkv  = W_qkv h                      [q: n_k*dk | k: n_k*dk | v: n_v*dv]
 //   z    = W_gate h                     [n_v*dv]
 //   beta = sigmoid(W_beta h)            [n_v]
 //   g    = softplus(W_alpha h + dt_bias) * a        (a < 0, so decay = exp(g) < 1)
 //   conv = silu(causal depthwise conv of qkv over the last d_conv inputs)
-//   q, k = l2_norm per head; v-head j reads k-head j % n_k (the GGUF's tiled order)
+//   q, k = l2_norm per head; v-head j reads k-head HParams::SsmKeyHead(j): j % n_k
+//          (qwen35moe's tiled order) or j / (n_v / n_k) (qwen3next's grouped order)
 //   per v-head, with S[i][j] (key i, value j), starting from the carried state:
 //     S = exp(g) S;  d = beta (v - S^T k);  S += k d^T;  o = S^T q / sqrt(dk)
 //   y = rms_norm(o) * ssm_norm * silu(z)  per head;  out = W_out y
@@ -241,10 +242,11 @@ Status GatedDeltaNet(const Model& model, CpuBackend& backend, Workspace& ws, Del
         float* b = g + n;
         float* head = head_all + task * head_floats;
         for (int64_t hv = n_v * task / tasks; hv < n_v * (task + 1) / tasks; ++hv) {
+          const int64_t hk = hp.SsmKeyHead(static_cast<uint32_t>(hv));
           for (int64_t i = 0; i < m; ++i) {
             const float* xt = &x[(t0 + i) * conv_dim];
-            qp[i] = xt + (hv % n_k) * dk;
-            kp[i] = xt + key_dim + (hv % n_k) * dk;
+            qp[i] = xt + hk * dk;
+            kp[i] = xt + key_dim + hk * dk;
             vp[i] = xt + 2 * key_dim + hv * dv;
             op[i] = &y[(t0 + i) * value_dim + hv * dv];
             g[i] = chunked ? alpha[(t0 + i) * n_v + hv] : ExpF(alpha[(t0 + i) * n_v + hv]);  // the sequential form takes exp(g)

@@ -22,7 +22,8 @@ STRATA_PIN(Arch::kVocabOnly, fb::Arch::VocabOnly);
 STRATA_PIN(Arch::kQwen3, fb::Arch::Qwen3);
 STRATA_PIN(Arch::kGlm4Moe, fb::Arch::Glm4Moe);
 STRATA_PIN(Arch::kGptOss, fb::Arch::GptOss);
-static_assert(fb::Arch::MAX == fb::Arch::GptOss, "an architecture id was added to the schema: add it to Arch");
+STRATA_PIN(Arch::kQwen3Next, fb::Arch::Qwen3Next);
+static_assert(fb::Arch::MAX == fb::Arch::Qwen3Next, "an architecture id was added to the schema: add it to Arch");
 
 STRATA_PIN(RopeType::kNorm, fb::RopeType::Norm);
 STRATA_PIN(RopeType::kNeox, fb::RopeType::Neox);

@@ -76,6 +76,7 @@ HParams HParamsFromManifest(const fb::HyperParams& f) {
   h.swa_pattern = f.swa_pattern();
   h.swiglu_alpha = f.swiglu_alpha();
   h.swiglu_limit = f.swiglu_limit();
+  h.ssm_grouped_heads = f.ssm_grouped_heads();
   return h;
 }
 

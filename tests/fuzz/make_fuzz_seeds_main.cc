@@ -53,9 +53,11 @@ HParams Smallest(Arch arch) {
       h.rope_freq_base = 1e6f;
       break;
     case Arch::kQwen35Moe:
+    case Arch::kQwen3Next:  // the same layers; NEOX RoPE, grouped heads, fused ssm_in and ssm_ba in the GGUF
       h.n_layer_all = h.n_layer = 2;  // one gated delta-net layer, one gated attention layer
       h.full_attn_interval = 2;
-      h.rope_sections = {3, 3, 2, 0};
+      if (arch == Arch::kQwen35Moe) h.rope_sections = {3, 3, 2, 0};
+      h.ssm_grouped_heads = arch == Arch::kQwen3Next;
       h.rope_freq_base = 1e7f;
       h.n_expert = 4;
       h.n_expert_used = 2;
@@ -136,7 +138,7 @@ Status Run(const std::string& dir) {
   std::filesystem::create_directories(g);
   std::filesystem::create_directories(p);
 
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss, Arch::kQwen3Next}) {
     STRATA_ASSIGN_OR_RETURN(GgufBuilder b, Model(arch));
     const std::string name(ArchName(arch));
     STRATA_RETURN_IF_ERROR(Write(b, g + "/" + name + ".gguf"));

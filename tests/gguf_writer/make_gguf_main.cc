@@ -24,10 +24,10 @@ int Main(int argc, char** argv) {
   // default there), so a path such as /data/model.gguf stays a path.
   app.allow_windows_style_options(false);
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling, vocab_from, pre;
-  bool qk_norm = false, f32_math = false, print_xxh3 = false;
+  bool qk_norm = false, f32_math = false, print_xxh3 = false, split_qkvz = false;
   uint32_t layers = 0, split = 1, context_length = 0;
   uint64_t seed = 1;
-  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, glm4moe or gpt-oss");
+  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, qwen3next, glm4moe or gpt-oss");
   app.add_option("--preset", preset,
                  "tiny (the conformance fixtures' shapes), qwen3-30b-a3b, qwen36-35b-a3b, glm45-air or gpt-oss-20b "
                  "(real layer shapes)");
@@ -35,6 +35,8 @@ int Main(int argc, char** argv) {
                  "yarn:FACTOR:ORIGINAL_CONTEXT or linear:FACTOR (the rope.scaling.* keys, any architecture)");
   app.add_option("--context-length", context_length, "the training context (context_length; default: the preset's)")
       ->check(CLI::Range(16u, 1u << 20));
+  app.add_flag("--split-qkvz", split_qkvz,
+               "qwen3next: write attn_qkv + attn_gate (the newer converter's form) instead of the fused ssm_in");
   app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
   app.add_option("--vocab-from", vocab_from,
                  "write a vocab-only GGUF: this GGUF's metadata without its tensors (--pre renames its pre-tokenizer)");
@@ -111,6 +113,7 @@ int Main(int argc, char** argv) {
   s.matrix_type = t->type;
   s.qk_norm = qk_norm;
   s.f32_math = f32_math;
+  s.split_qkvz = split_qkvz;
   if (context_length) s.hp.n_ctx_train = context_length;
   if (!rope_scaling.empty()) {
     Status rs = ParseRopeScaling(rope_scaling, &s.hp);

@@ -123,6 +123,13 @@ HParams TinyQwen35MoeHParams() {
   return h;
 }
 
+HParams TinyQwen3NextHParams() {
+  HParams h = TinyQwen35MoeHParams();
+  h.rope_sections = {0, 0, 0, 0};
+  h.ssm_grouped_heads = true;
+  return h;
+}
+
 HParams TinyQwen3HParams() {
   HParams h = TinyQwen3MoeHParams();
   h.n_expert = h.n_expert_used = h.n_ff_exp = 0;
@@ -255,6 +262,7 @@ HParams TinyHParams(Arch arch) {
     case Arch::kLlama: return TinyLlamaHParams();
     case Arch::kQwen3: return TinyQwen3HParams();
     case Arch::kQwen35Moe: return TinyQwen35MoeHParams();
+    case Arch::kQwen3Next: return TinyQwen3NextHParams();
     default: return TinyQwen3MoeHParams();
   }
 }
@@ -364,9 +372,11 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     b.F32(a + ".rope.scaling.factor", 1.0f / hp.rope_freq_scale);
     if (hp.rope_scaling == RopeScaling::kYarn) b.U32(a + ".rope.scaling.original_context_length", hp.n_ctx_orig_yarn);
   }
-  if (spec.arch == Arch::kQwen35Moe) {
+  if (spec.arch == Arch::kQwen35Moe || spec.arch == Arch::kQwen3Next) {
     b.U32(a + ".expert_shared_feed_forward_length", hp.n_ff_shexp);
-    b.I32Array(a + ".rope.dimension_sections", std::vector<int32_t>(hp.rope_sections.begin(), hp.rope_sections.end()));
+    if (spec.arch == Arch::kQwen35Moe)
+      b.I32Array(a + ".rope.dimension_sections",
+                 std::vector<int32_t>(hp.rope_sections.begin(), hp.rope_sections.end()));
     b.U32(a + ".ssm.conv_kernel", hp.ssm_d_conv).U32(a + ".ssm.state_size", hp.ssm_d_state);
     b.U32(a + ".ssm.group_count", hp.ssm_n_group).U32(a + ".ssm.time_step_rank", hp.ssm_dt_rank);
     b.U32(a + ".ssm.inner_size", hp.ssm_d_inner).U32(a + ".full_attention_interval", hp.full_attn_interval);
@@ -375,6 +385,27 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
   hp.n_layer = hp.n_layer_all - hp.nextn_predict_layers;
   Status check = CheckHParams(spec.arch, hp);
   if (!check.ok()) return check;
+
+  // The fused tensors this file carries (ArchSpec::row_splits): their parts
+  // are generated as the spec's tensors, then written as rows of the source.
+  std::vector<const RowSplit*> fused;
+  for (const RowSplit& r : arch_spec.row_splits)
+    if (!(spec.split_qkvz && r.parts[0] == TensorRole::kAttnQkv)) fused.push_back(&r);
+  auto fused_part = [&](TensorRole role) -> std::pair<const RowSplit*, size_t> {
+    for (const RowSplit* r : fused)
+      for (size_t p = 0; p < 2; ++p)
+        if (r->parts[p] == role) return {r, p};
+    return {nullptr, 0};
+  };
+  struct Part {
+    GgmlType type;
+    std::vector<uint8_t> bytes;
+  };
+  std::map<std::pair<int32_t, TensorRole>, Part> parts;
+  auto emit = [&](const ExpectedTensor& e, GgmlType type, std::vector<int64_t> ne, std::vector<uint8_t> bytes) {
+    if (fused_part(e.spec->role).first) parts[{e.layer, e.spec->role}] = {type, std::move(bytes)};
+    else b.Tensor(e.name, type, std::move(ne), std::move(bytes));
+  };
 
   std::mt19937_64 rng(spec.seed);
   for (const ExpectedTensor& e : ExpectedTensors(GetArchSpec(spec.arch), hp)) {
@@ -415,7 +446,9 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     }
     GgmlType type = spec.matrix_type;
     if (role == TensorRole::kFfnGateInp) type = spec.router_type;
-    if (auto it = spec.type_by_role.find(role); it != spec.type_by_role.end()) type = it->second;
+    // The parts of a fused tensor share its type: the first part's.
+    const TensorRole type_role = fused_part(role).first ? fused_part(role).first->parts[0] : role;
+    if (auto it = spec.type_by_role.find(type_role); it != spec.type_by_role.end()) type = it->second;
     if (row % TypeInfo(type).block_elems != 0) {
       // Rows the type cannot hold: llama-quantize's fallbacks for 256-value
       // blocks (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, the 2-3 bit and
@@ -455,10 +488,31 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     if (spec.f32_math && type != GgmlType::kF32) {
       std::vector<float> f(count);
       DequantizeRowUnchecked(type, bytes.data(), f.data(), static_cast<int64_t>(count));
-      b.TensorF32(e.name, ne, f);
+      std::vector<uint8_t> fb(f.size() * sizeof(float));
+      std::memcpy(fb.data(), f.data(), fb.size());
+      emit(e, GgmlType::kF32, ne, std::move(fb));
       continue;
     }
-    b.Tensor(e.name, type, ne, std::move(bytes));
+    emit(e, type, ne, std::move(bytes));
+  }
+  // The fused tensors: source row r(part, i) is part's row i.
+  for (const RowSplit* r : fused) {
+    for (uint32_t il = 0; il < hp.n_layer_all; ++il) {
+      auto p0 = parts.find({static_cast<int32_t>(il), r->parts[0]});
+      auto p1 = parts.find({static_cast<int32_t>(il), r->parts[1]});
+      if (p0 == parts.end() || p1 == parts.end()) continue;
+      const GgmlType type = p0->second.type;
+      const uint64_t rows = r->rows.eval(hp);
+      STRATA_ASSIGN_OR_RETURN(uint64_t rb, RowBytes(type, static_cast<int64_t>(hp.n_embd)));
+      std::vector<uint8_t> src(rows * rb);
+      for (size_t part = 0; part < 2; ++part) {
+        const std::vector<uint8_t>& bytes = (part == 0 ? p0 : p1)->second.bytes;
+        for (uint64_t i = 0; i < bytes.size() / rb; ++i)
+          std::memcpy(src.data() + r->row(hp, part, i) * rb, bytes.data() + i * rb, rb);
+      }
+      b.Tensor(TensorName(r->pattern, static_cast<int32_t>(il)), type,
+               {static_cast<int64_t>(hp.n_embd), static_cast<int64_t>(rows)}, std::move(src));
+    }
   }
   return b;
 }

@@ -46,6 +46,10 @@ struct SyntheticModelSpec {
   // The F32-math twin (docs/conformance.md): every matrix the same values,
   // dequantized from the type it would have had and written as F32.
   bool f32_math = false;
+  // qwen3next: write attn_qkv + attn_gate (the newer converter's form)
+  // instead of the fused ssm_in; ssm_ba is always fused, as
+  // llama.cpp requires. Fused tensors' rows: ArchSpec::row_splits.
+  bool split_qkvz = false;
 };
 
 // Hyperparameter presets.
@@ -60,6 +64,9 @@ HParams TinyGlm4MoeHParams();
 // gpt-oss: 4 layers, a 16-position window on layers 0 and 2, sinks, biases,
 // 8 experts (2 used) with the clamped SwiGLU, YaRN (factor 4, original 64).
 HParams TinyGptOssHParams();
+// qwen3next: TinyQwen35MoeHParams' layers with NEOX RoPE (no sections) and
+// 2 value heads per key head in the grouped order.
+HParams TinyQwen3NextHParams();
 // The tiny preset of an architecture (one of the above).
 HParams TinyHParams(Arch arch);
 // Qwen3-30B-A3B's layer shapes with `n_layer` layers (vocab 151936).

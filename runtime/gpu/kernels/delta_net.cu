@@ -87,7 +87,8 @@ STRATA_KERNEL(strata_delta_rule, DeltaRuleArgs) {
   const bool col = j < a.dv;
   const int32_t t0 = a.tables.seq_first[s], m = a.tables.seq_len[s];
   float* S = a.tables.ssm_state[static_cast<int64_t>(a.layer) * a.n_seq + s] + static_cast<int64_t>(hv) * a.dk * a.dv;
-  const int32_t hk = hv % a.n_k;  // the GGUF's tiled order: v-head hv reads k-head hv % n_k
+  // HParams::SsmKeyHead: qwen3next's grouped order or qwen35moe's tiled one.
+  const int32_t hk = a.grouped_heads ? hv / (a.n_v / a.n_k) : hv % a.n_k;
   auto q_of = [&](int32_t t) { return a.x + static_cast<int64_t>(t) * a.channels + static_cast<int64_t>(hk) * a.dk; };
   auto k_of = [&](int32_t t) { return q_of(t) + a.key_dim; };
   auto v_at = [&](int32_t t) {

@@ -322,6 +322,7 @@ struct DeltaRuleArgs {
   int32_t n_seq;
   int32_t channels, key_dim, n_k, n_v, dk, dv;
   int32_t chunked;
+  int32_t grouped_heads;  // value head hv reads key head hv / (n_v / n_k) (else hv % n_k): HParams::SsmKeyHead
   float* scratch;      // chunked: [n_seq * n_v][chunk][dv]
 };
 
