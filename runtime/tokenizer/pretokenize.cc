@@ -29,6 +29,7 @@ const std::vector<PreTokenizerInfo> kPreTokenizers = {
     {"glm4",             K::kLlama3,        true,  false, false, false, true},
     {"deepseek-llm",     K::kDeepseekLlm,   false, false, false, false, false},
     {"deepseek-coder",   K::kDeepseekCoder, false, false, false, false, false},
+    {"deepseek-v3",      K::kDeepseekV3,    false, false, false, false, false},
     {"falcon",           K::kFalcon,        true,  false, false, false, false},
     {"mpt",              K::kGpt2,          true,  false, false, false, false},
     {"gpt-2",            K::kGpt2,          true,  false, false, false, false},
@@ -81,6 +82,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
                                              ScanTrailingSpace, ScanDeepseekCjk,     ScanNumberRun};
   static constexpr Scanner kDeepseekCoder[] = {ScanEachNewline, ScanSpaceLetterRun, ScanSpacePunctRun,
                                                ScanDeepseekCjk, ScanNumberEach};
+  static constexpr Scanner kDeepseekV3[] = {ScanNumbersUpTo3, ScanDeepseekV3Cjk, ScanDeepseekV3};
   static constexpr Scanner kFalcon[] = {ScanFalconPunctRun, ScanGpt2, ScanThreeDigits};
   static constexpr Scanner kStarcoder[] = {ScanNumberEach, ScanGpt2};
   static constexpr Scanner kDefault[] = {ScanDefaultPunctRun, ScanGpt2, ScanNumberRun, ScanThreeDigits};
@@ -92,6 +94,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
     case K::kGpt4o: return kGpt4o;
     case K::kDeepseekLlm: return kDeepseekLlm;
     case K::kDeepseekCoder: return kDeepseekCoder;
+    case K::kDeepseekV3: return kDeepseekV3;
     case K::kFalcon: return kFalcon;
     case K::kStarcoder: return kStarcoder;
     case K::kDefault: break;

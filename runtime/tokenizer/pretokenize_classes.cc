@@ -79,6 +79,37 @@ void SplitFixed(size_t begin, size_t end, PieceLengths* out, size_t count, InCla
   if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
 }
 
+// Leftmost, non-overlapping matches of an expression whose `MatchAt(pos)`
+// gives the end of the match at pos (pos: none), matches and gaps alike.
+template <typename Expression>
+void SplitMatches(const Expression& re, size_t begin, size_t end, PieceLengths* out) {
+  size_t gap_start = begin, pos = begin;
+  while (pos < end) {
+    const size_t match_end = re.MatchAt(pos);
+    if (match_end == pos) {
+      ++pos;
+      continue;
+    }
+    if (pos > gap_start) out->push_back(static_cast<uint32_t>(pos - gap_start));
+    out->push_back(static_cast<uint32_t>(match_end - pos));
+    pos = gap_start = match_end;
+  }
+  if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
+}
+
+// The whitespace tail both regex scanners end with, \s*[\r\n]+|\s+(?!\S)|\s+,
+// at pos: the end of its match (pos: none).
+size_t MatchSpaces(const CodepointText& t, size_t pos, size_t end) {
+  size_t ws = 0;
+  while (pos + ws < end && t.flags[pos + ws].whitespace()) ++ws;
+  if (ws == 0) return pos;
+  for (size_t j = ws; j-- > 0;)  // \s*[\r\n]+: up to the last newline of the run
+    if (t.cps[pos + j] == '\r' || t.cps[pos + j] == '\n') return pos + j + 1;
+  if (pos + ws == end) return pos + ws;  // \s+(?!\S) at the end
+  if (ws >= 2) return pos + ws - 1;      // \s+(?!\S): leave one before the next non-space
+  return pos + ws;                       // \s+
+}
+
 bool IsAsciiSymbolOf(uint32_t cp, std::string_view set) { return cp < 0x80 && set.find(static_cast<char>(cp)) != std::string_view::npos; }
 
 }  // namespace
@@ -221,13 +252,7 @@ class Gpt4o {
         return e;
       }
     }
-    const size_t ws = Run(pos, [this](size_t i) { return Flags(i).whitespace(); });
-    if (ws == 0) return pos;
-    for (size_t j = ws; j-- > 0;)  // \s*[\r\n]+: up to the last newline of the run
-      if (Cp(pos + j) == '\r' || Cp(pos + j) == '\n') return pos + j + 1;
-    if (pos + ws == end_) return pos + ws;  // \s+(?!\S) at the end
-    if (ws >= 2) return pos + ws - 1;       // \s+(?!\S): leave one before the next non-space
-    return pos + ws;                        // \s+
+    return MatchSpaces(t_, pos, end_);
   }
 
  private:
@@ -266,19 +291,96 @@ class Gpt4o {
 }  // namespace
 
 void ScanGpt4o(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
-  const Gpt4o re(t, end);
-  size_t gap_start = begin, pos = begin;
-  while (pos < end) {
-    const size_t match_end = re.MatchAt(pos);
-    if (match_end == pos) {
-      ++pos;
-      continue;
+  SplitMatches(Gpt4o(t, end), begin, end, out);
+}
+
+}  // namespace strata::tokenizer
+
+namespace strata::tokenizer {
+namespace {
+
+// deepseek-v3's kana and CJK set: U+4E00..U+9FA5, U+3040..U+309F, U+30A0..U+30FF.
+constexpr CodeRange kDeepseekV3Cjk[] = {{0x3040, 0x30FF}, {0x4E00, 0x9FA5}};
+
+// deepseek-v3's third expression, as llama.cpp writes it for std::regex (on
+// the collapsed text: it uses \p{..}):
+//   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+//  |[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+//  | ?[\p{P}\p{S}]+[\r\n]*
+//  |\s*[\r\n]+|\s+(?!\S)|\s+
+// The alternatives in order at each position, with ECMAScript's backtracking
+// in closed form. [A-Za-z] is ASCII only (a non-ASCII letter is one stand-in
+// byte on the collapsed text), and so is the first set (all of ASCII's
+// punctuation and symbols).
+class DeepseekV3 {
+ public:
+  DeepseekV3(const CodepointText& t, size_t end) : t_(t), end_(end) {}
+
+  size_t MatchAt(size_t pos) const {
+    if (AsciiPunct(pos) && AsciiLetter(pos + 1)) return pos + 1 + Run(pos + 1, [this](size_t i) { return AsciiLetter(i); });
+    {  // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: with the prefix if a letter or mark follows it
+      const CodepointFlags f = Flags(pos);
+      const bool prefix = pos < end_ && Cp(pos) != '\r' && Cp(pos) != '\n' && !f.letter() && !f.punctuation() &&
+                          !f.symbol();
+      const size_t p = prefix && LetterOrMark(pos + 1) ? pos + 1 : pos;
+      if (LetterOrMark(p)) return p + Run(p, [this](size_t i) { return LetterOrMark(i); });
     }
-    if (pos > gap_start) out->push_back(static_cast<uint32_t>(pos - gap_start));
-    out->push_back(static_cast<uint32_t>(match_end - pos));
-    pos = gap_start = match_end;
+    {  // " ?[\p{P}\p{S}]+[\r\n]*"
+      const size_t p = pos + (Cp(pos) == ' ' && PunctOrSymbol(pos + 1) ? 1 : 0);
+      if (PunctOrSymbol(p)) {
+        size_t e = p + Run(p, [this](size_t i) { return PunctOrSymbol(i); });
+        while (e < end_ && (Cp(e) == '\r' || Cp(e) == '\n')) ++e;
+        return e;
+      }
+    }
+    return MatchSpaces(t_, pos, end_);
   }
-  if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
+
+ private:
+  uint32_t Cp(size_t i) const { return i < end_ ? t_.cps[i] : 0; }
+  CodepointFlags Flags(size_t i) const { return i < end_ ? t_.flags[i] : CodepointFlags{}; }
+  bool AsciiLetter(size_t i) const {
+    const uint32_t c = Cp(i);
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+  }
+  bool AsciiPunct(size_t i) const {
+    const uint32_t c = Cp(i);
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
+  }
+  bool LetterOrMark(size_t i) const { return Flags(i).letter() || Flags(i).mark(); }
+  bool PunctOrSymbol(size_t i) const { return Flags(i).punctuation() || Flags(i).symbol(); }
+  template <typename F>
+  size_t Run(size_t i, F in) const {
+    size_t n = 0;
+    while (i + n < end_ && in(i + n)) ++n;
+    return n;
+  }
+
+  const CodepointText& t_;
+  size_t end_;
+};
+
+}  // namespace
+
+void ScanNumbersUpTo3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  struct UpTo3 {
+    const CodepointText& t;
+    size_t end;
+    size_t MatchAt(size_t pos) const {
+      size_t e = pos;
+      while (e < end && e < pos + 3 && t.flags[e].number()) ++e;
+      return e;
+    }
+  };
+  SplitMatches(UpTo3{t, end}, begin, end, out);
+}
+
+void ScanDeepseekV3Cjk(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitRuns(begin, end, out, false, t, [&](size_t i) { return InSet(kDeepseekV3Cjk, t.cps[i], t.flags[i]); });
+}
+
+void ScanDeepseekV3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitMatches(DeepseekV3(t, end), begin, end, out);
 }
 
 }  // namespace strata::tokenizer

@@ -54,5 +54,9 @@ void ScanGpt4o(const CodepointText& t, size_t begin, size_t end, PieceLengths* o
 void ScanDeepseekLetters(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);  // \s?[A-Za-zµÀ-Ö...]+
 void ScanDeepseekPunct(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);    // \s?[!-/:-~！-／...]+
 void ScanDeepseekCjk(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);      // [一-龥ࠀ-一가-퟿]+
+// deepseek-v3's three expressions (pretokenize_classes.cc).
+void ScanNumbersUpTo3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);     // \p{N}{1,3}
+void ScanDeepseekV3Cjk(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);    // [一-龥぀-ゟ゠-ヿ]+
+void ScanDeepseekV3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);       // see there
 
 }  // namespace strata::tokenizer
