@@ -30,6 +30,7 @@ const std::vector<PreTokenizerInfo> kPreTokenizers = {
     {"deepseek-llm",     K::kDeepseekLlm,   false, false, false, false, false},
     {"deepseek-coder",   K::kDeepseekCoder, false, false, false, false, false},
     {"deepseek-v3",      K::kDeepseekV3,    false, false, false, false, false},
+    {"kimi-k2",          K::kKimiK2,        false, false, false, false, false},
     {"falcon",           K::kFalcon,        true,  false, false, false, false},
     {"mpt",              K::kGpt2,          true,  false, false, false, false},
     {"gpt-2",            K::kGpt2,          true,  false, false, false, false},
@@ -83,6 +84,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
   static constexpr Scanner kDeepseekCoder[] = {ScanEachNewline, ScanSpaceLetterRun, ScanSpacePunctRun,
                                                ScanDeepseekCjk, ScanNumberEach};
   static constexpr Scanner kDeepseekV3[] = {ScanNumbersUpTo3, ScanDeepseekV3Cjk, ScanDeepseekV3};
+  static constexpr Scanner kKimiK2[] = {ScanKimiK2};
   static constexpr Scanner kFalcon[] = {ScanFalconPunctRun, ScanGpt2, ScanThreeDigits};
   static constexpr Scanner kStarcoder[] = {ScanNumberEach, ScanGpt2};
   static constexpr Scanner kDefault[] = {ScanDefaultPunctRun, ScanGpt2, ScanNumberRun, ScanThreeDigits};
@@ -95,6 +97,7 @@ std::span<const Scanner> StagesOf(PreTokenizerKind kind) {
     case K::kDeepseekLlm: return kDeepseekLlm;
     case K::kDeepseekCoder: return kDeepseekCoder;
     case K::kDeepseekV3: return kDeepseekV3;
+    case K::kKimiK2: return kKimiK2;
     case K::kFalcon: return kFalcon;
     case K::kStarcoder: return kStarcoder;
     case K::kDefault: break;

@@ -26,6 +26,7 @@ enum class PreTokenizerKind : uint8_t {
   kGpt4o,          // o200k: case-split words, contractions attached, 1-3 digits
   kDeepseekLlm,
   kDeepseekCoder,
+  kKimiK2,         // kimi-k2: Han runs, non-Han letter words with contractions, 1-3 digits (llama.cpp's own splitter)
   kDeepseekV3,     // deepseek-v3 (DeepSeek V3/V3.1/R1, Moonlight): 1-3 digits, kana/CJK runs, punct+ASCII words
   kFalcon,
   kStarcoder,      // starcoder, refact, command-r, smollm, ...

@@ -110,6 +110,17 @@ size_t MatchSpaces(const CodepointText& t, size_t pos, size_t end) {
   return pos + ws;                       // \s+
 }
 
+// (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])? at i (before end): its length.
+size_t ContractionAt(const CodepointText& t, size_t i, size_t end) {
+  auto cp = [&](size_t k) -> uint32_t { return k < end ? t.cps[k] : 0; };
+  if (cp(i) != '\'') return 0;
+  auto lower = [](uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; };
+  const uint32_t a = lower(cp(i + 1)), b = lower(cp(i + 2));
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+  return 0;
+}
+
 bool IsAsciiSymbolOf(uint32_t cp, std::string_view set) { return cp < 0x80 && set.find(static_cast<char>(cp)) != std::string_view::npos; }
 
 }  // namespace
@@ -274,15 +285,7 @@ class Gpt4o {
     while (i + n < end_ && in(i + n)) ++n;
     return n;
   }
-  // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])? at i: its length.
-  size_t Contraction(size_t i) const {
-    if (Cp(i) != '\'') return 0;
-    auto lower = [](uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; };
-    const uint32_t a = lower(Cp(i + 1)), b = lower(Cp(i + 2));
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-    return 0;
-  }
+  size_t Contraction(size_t i) const { return ContractionAt(t_, i, end_); }
 
   const CodepointText& t_;
   size_t end_;
@@ -381,6 +384,78 @@ void ScanDeepseekV3Cjk(const CodepointText& t, size_t begin, size_t end, PieceLe
 
 void ScanDeepseekV3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
   SplitMatches(DeepseekV3(t, end), begin, end, out);
+}
+
+}  // namespace strata::tokenizer
+
+namespace strata::tokenizer {
+namespace {
+
+// Han as llama.cpp's kimi-k2 splitter tests it: the CJK ideograph blocks and
+// their extensions A-F and compatibility blocks, by code point.
+bool IsHan(uint32_t c) {
+  return (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xF900 && c <= 0xFAFF) ||
+         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2EBEF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+// kimi-k2 (Kimi K2): llama.cpp replaces its tokenizer's expression
+//   [\p{Han}]+|[^\r\n\p{L}\p{N}]?[L&&[^Han]]*[..]+C?|...|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// by a hand-written splitter, which is what a kimi-k2 GGUF means to it: Han
+// runs; an optional leading character that is not \r, \n, a letter or a
+// number, then a run of non-Han letters (no case split, marks not included)
+// and a contraction; 1-3 numbers; an optional space, then characters that
+// are not whitespace, letters or numbers, then newlines; the whitespace
+// rules; any other single character.
+class KimiK2 {
+ public:
+  KimiK2(const CodepointText& t, size_t end) : t_(t), end_(end) {}
+
+  size_t MatchAt(size_t pos) const {
+    if (IsHan(t_.cps[pos])) return pos + Run(pos, [this](size_t i) { return IsHan(t_.cps[i]); });
+    const CodepointFlags f = t_.flags[pos];
+    const bool lead = t_.cps[pos] != '\r' && t_.cps[pos] != '\n' && !f.letter() && !f.number();
+    if (Word(pos) || (lead && Word(pos + 1))) {
+      const size_t p = pos + (lead ? 1 : 0);
+      const size_t w = p + Run(p, [this](size_t i) { return Word(i); });
+      return w + ContractionAt(t_, w, end_);
+    }
+    if (f.number()) {
+      size_t e = pos;
+      while (e < end_ && e < pos + 3 && t_.flags[e].number()) ++e;
+      return e;
+    }
+    const size_t p = pos + (t_.cps[pos] == ' ' && Other(pos + 1) ? 1 : 0);
+    if (Other(p)) {
+      size_t e = p + Run(p, [this](size_t i) { return Other(i); });
+      while (e < end_ && (t_.cps[e] == '\r' || t_.cps[e] == '\n')) ++e;
+      return e;
+    }
+    const size_t spaces = MatchSpaces(t_, pos, end_);
+    return spaces > pos ? spaces : pos + 1;
+  }
+
+ private:
+  bool Word(size_t i) const { return i < end_ && t_.flags[i].letter() && !IsHan(t_.cps[i]); }
+  bool Other(size_t i) const {
+    if (i >= end_) return false;
+    const CodepointFlags f = t_.flags[i];
+    return f.any() && !f.whitespace() && !f.letter() && !f.number();
+  }
+  template <typename F>
+  size_t Run(size_t i, F in) const {
+    size_t n = 0;
+    while (i + n < end_ && in(i + n)) ++n;
+    return n;
+  }
+
+  const CodepointText& t_;
+  size_t end_;
+};
+
+}  // namespace
+
+void ScanKimiK2(const CodepointText& t, size_t begin, size_t end, PieceLengths* out) {
+  SplitMatches(KimiK2(t, end), begin, end, out);
 }
 
 }  // namespace strata::tokenizer

@@ -58,5 +58,7 @@ void ScanDeepseekCjk(const CodepointText& t, size_t begin, size_t end, PieceLeng
 void ScanNumbersUpTo3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);     // \p{N}{1,3}
 void ScanDeepseekV3Cjk(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);    // [一-龥぀-ゟ゠-ヿ]+
 void ScanDeepseekV3(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);       // see there
+// kimi-k2's hand-written splitter in llama.cpp (pretokenize_classes.cc).
+void ScanKimiK2(const CodepointText& t, size_t begin, size_t end, PieceLengths* out);
 
 }  // namespace strata::tokenizer
