@@ -7,7 +7,10 @@
 // Vocabularies: $STRATA_FUZZ_VOCAB (one GGUF path), else several real ones
 // from the shared data folder ($STRATA_DATA_DIR, or a "shared/data" folder
 // found next to an ancestor of this binary's directory). The first input byte
-// picks the vocabulary and the flags.
+// picks the vocabulary and the flags. Every pre-tokenizer kind, those of
+// names without a vocabulary on this machine included (glm4, gpt-4o,
+// deepseek-v3, kimi-k2), also splits the text: its pieces must cover it
+// exactly, with no empty piece.
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include "runtime/base/compiler.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/base/platform.h"
+#include "runtime/tokenizer/pretokenize.h"
 #include "runtime/tokenizer/tokenizer.h"
 #include "runtime/tokenizer/unicode.h"
 
@@ -128,5 +132,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     STRATA_TRAP();
   volatile size_t sink = back.size() + tok.Decode(ids).size();
   (void)sink;
+
+  // The pre-tokenizer of the selector's kind (one per input keeps the rate).
+  const auto& pres = strata::tokenizer::AllPreTokenizers();
+  const auto kind = pres[(selector >> 2) % pres.size()].kind;
+  std::vector<std::string> words;
+  strata::tokenizer::PreTokenize(kind, text, &words);
+  std::string joined;
+  for (const std::string& w : words) {
+    if (w.empty()) STRATA_TRAP();
+    joined += w;
+  }
+  if (joined != Sanitized(text)) STRATA_TRAP();
   return 0;
 }
