@@ -14,6 +14,10 @@
 // Templates come from packs, so from strangers: parsing and rendering are
 // bounded (nesting depth, loop iterations, output size, macro recursion) and
 // every failure is an error with the line, never a crash.
+//
+// The parts: jinja_value.h (the value model and its conversions),
+// jinja_parse.h (the template's tree), jinja_render.h (statements and
+// expressions), jinja_filters.h (the filters, a table by name).
 
 #include <cstdint>
 #include <functional>
@@ -29,7 +33,7 @@
 
 namespace strata::jinja {
 
-struct Node;  // jinja.cc
+struct Node;  // jinja_parse.h
 
 // Bounds on one render.
 struct Limits {

@@ -1,0 +1,251 @@
+#include "runtime/chat/jinja_value.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "runtime/base/checked_cast.h"
+#include "runtime/base/strings.h"
+
+namespace strata::jinja {
+
+Value FromJson(const nlohmann::ordered_json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return Value::None();
+    case nlohmann::json::value_t::boolean: return Value::Bool(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return Value::Int(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: {
+      const uint64_t u = j.get<uint64_t>();
+      return u <= static_cast<uint64_t>(INT64_MAX) ? Value::Int(static_cast<int64_t>(u))
+                                                    : Value::Float(static_cast<double>(u));
+    }
+    case nlohmann::json::value_t::number_float: return Value::Float(j.get<double>());
+    case nlohmann::json::value_t::string: return Value::Str(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      Value v = Value::List();
+      for (const auto& e : j) v.a->push_back(FromJson(e));
+      return v;
+    }
+    case nlohmann::json::value_t::object: {
+      Value v = Value::Dict();
+      for (auto it = j.begin(); it != j.end(); ++it) v.o->items.emplace_back(it.key(), FromJson(it.value()));
+      return v;
+    }
+    default: return Value();
+  }
+}
+
+std::string FloatText(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+  std::string t(buf, end);
+  if (t.find_first_of(".en") == std::string::npos) t += ".0";
+  // Python writes 1e+20 as 1e+20 and 1e20 from to_chars as "1e+20": same.
+  return t;
+}
+
+int64_t IntArg(const Value& v, int line, const std::string& what) {
+  if (v.kind == Value::Kind::kInt) return v.i;
+  if (v.kind == Value::Kind::kBool) return v.b ? 1 : 0;
+  if (v.kind == Value::Kind::kFloat) {
+    if (const std::optional<int64_t> x = ExactCast<int64_t>(std::trunc(v.f))) return *x;
+    throw Error(what + " " + FloatText(v.f) + " does not fit a 64-bit integer", line);
+  }
+  throw Error(what + " must be a number", line);
+}
+
+[[noreturn]] void Overflow(const std::string& op, int line) {
+  throw Error("integer overflow in '" + op + "' (integers are 64-bit here)", line);
+}
+int64_t CheckedAdd(int64_t p, int64_t q, int line) {
+  int64_t r;
+  if (__builtin_add_overflow(p, q, &r)) Overflow("+", line);
+  return r;
+}
+int64_t CheckedSub(int64_t p, int64_t q, const std::string& op, int line) {
+  int64_t r;
+  if (__builtin_sub_overflow(p, q, &r)) Overflow(op, line);
+  return r;
+}
+int64_t CheckedMul(int64_t p, int64_t q, int line) {
+  int64_t r;
+  if (__builtin_mul_overflow(p, q, &r)) Overflow("*", line);
+  return r;
+}
+
+// base ** exponent for exponent >= 0, exactly or an overflow error.
+int64_t IntPow(int64_t base, int64_t exponent, int line) {
+  int64_t r = 1;
+  bool overflow = false;
+  while (exponent > 0) {
+    if (exponent & 1) overflow |= __builtin_mul_overflow(r, base, &r);
+    exponent >>= 1;
+    if (exponent > 0) overflow |= __builtin_mul_overflow(base, base, &base);
+    if (overflow) Overflow("**", line);
+  }
+  return r;
+}
+
+void JsonString(const std::string& s, std::string* out) {
+  *out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      default:
+        if (c < 0x20) *out += StrFormat("\\u%04x", c);
+        else *out += static_cast<char>(c);
+    }
+  }
+  *out += '"';
+}
+
+// json.dumps(v, ensure_ascii=False[, indent=n]) as Python writes it.
+void ToJson(const Value& v, int indent, int depth, std::string* out) {
+  auto newline = [&](int d) {
+    if (indent < 0) return;
+    *out += '\n';
+    out->append(static_cast<size_t>(indent * d), ' ');
+  };
+  switch (v.kind) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone: *out += "null"; return;
+    case Value::Kind::kBool: *out += v.b ? "true" : "false"; return;
+    case Value::Kind::kInt: *out += std::to_string(v.i); return;
+    case Value::Kind::kFloat:
+      *out += std::isnan(v.f) ? "NaN" : std::isinf(v.f) ? (v.f > 0 ? "Infinity" : "-Infinity") : FloatText(v.f);
+      return;
+    case Value::Kind::kString: JsonString(v.str(), out); return;
+    case Value::Kind::kArray: {
+      if (v.a->empty()) {
+        *out += "[]";
+        return;
+      }
+      *out += '[';
+      for (size_t k = 0; k < v.a->size(); ++k) {
+        if (k) *out += indent < 0 ? ", " : ",";
+        newline(depth + 1);
+        ToJson((*v.a)[k], indent, depth + 1, out);
+      }
+      newline(depth);
+      *out += ']';
+      return;
+    }
+    case Value::Kind::kObject: {
+      if (v.o->items.empty()) {
+        *out += "{}";
+        return;
+      }
+      *out += '{';
+      bool first = true;
+      for (const auto& [k, e] : v.o->items) {
+        if (!first) *out += indent < 0 ? ", " : ",";
+        first = false;
+        newline(depth + 1);
+        JsonString(k, out);
+        *out += ": ";
+        ToJson(e, indent, depth + 1, out);
+      }
+      newline(depth);
+      *out += '}';
+      return;
+    }
+    case Value::Kind::kFunction: *out += "null"; return;
+  }
+}
+
+std::string Repr(const Value& v);
+
+// str(v) as Python (and Jinja's output) writes it.
+std::string Str(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kUndefined: return "";
+    case Value::Kind::kNone: return "None";
+    case Value::Kind::kBool: return v.b ? "True" : "False";
+    case Value::Kind::kInt: return std::to_string(v.i);
+    case Value::Kind::kFloat: return FloatText(v.f);
+    case Value::Kind::kString: return v.str();
+    default: return Repr(v);
+  }
+}
+
+std::string Repr(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::kString: {
+      const std::string& s = v.str();
+      const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+      std::string out(1, q);
+      for (char c : s) {
+        if (c == q || c == '\\') out += '\\';
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else out += c;
+      }
+      return out + q;
+    }
+    case Value::Kind::kArray: {
+      std::string out = "[";
+      for (size_t k = 0; k < v.a->size(); ++k) out += (k ? ", " : "") + Repr((*v.a)[k]);
+      return out + "]";
+    }
+    case Value::Kind::kObject: {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [k, e] : v.o->items) {
+        out += (first ? "" : ", ") + Repr(Value::Str(k)) + ": " + Repr(e);
+        first = false;
+      }
+      return out + "}";
+    }
+    case Value::Kind::kFunction: return "<function>";
+    default: return Str(v);
+  }
+}
+
+bool Equal(const Value& x, const Value& y) {
+  if (x.kind == Value::Kind::kInt && y.kind == Value::Kind::kInt) return x.i == y.i;  // exact past 2^53
+  if (x.is_number() && y.is_number()) return x.num() == y.num();
+  if (x.kind == Value::Kind::kBool && y.is_number()) return x.num() == y.num();
+  if (y.kind == Value::Kind::kBool && x.is_number()) return x.num() == y.num();
+  if (x.kind != y.kind) return false;
+  switch (x.kind) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone: return true;
+    case Value::Kind::kBool: return x.b == y.b;
+    case Value::Kind::kString: return x.str() == y.str();
+    case Value::Kind::kArray:
+      if (x.a->size() != y.a->size()) return false;
+      for (size_t k = 0; k < x.a->size(); ++k)
+        if (!Equal((*x.a)[k], (*y.a)[k])) return false;
+      return true;
+    case Value::Kind::kObject:
+      if (x.o->items.size() != y.o->items.size()) return false;
+      for (const auto& [k, e] : x.o->items) {
+        const Value* other = y.o->Find(k);
+        if (!other || !Equal(e, *other)) return false;
+      }
+      return true;
+    case Value::Kind::kFunction: return x.fn == y.fn;
+    default: return false;
+  }
+}
+
+std::string StripChars(const std::string& s, const Value* chars, bool left, bool right) {
+  const std::string set = chars && chars->is_string() ? chars->str() : std::string(" \t\n\r\f\v");
+  size_t b = 0, e = s.size();
+  if (left)
+    while (b < e && set.find(s[b]) != std::string::npos) ++b;
+  if (right)
+    while (e > b && set.find(s[e - 1]) != std::string::npos) --e;
+  return s.substr(b, e - b);
+}
+
+}  // namespace strata::jinja
