@@ -267,6 +267,7 @@ TEST(ToolCallTest, FormatsFollowTheTemplate) {
   EXPECT_TRUE(IsHarmonyTemplate(TemplateText("openai-gpt-oss-120b")));
   EXPECT_FALSE(IsHarmonyTemplate(TemplateText("Qwen3.5-4B")));
   EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-V3.1")), ToolCallFormat::kDeepSeek);
+  EXPECT_EQ(ToolCallFormatOf(TemplateText("moonshotai-Kimi-K2")), ToolCallFormat::kKimi);
   // R1's TYPE<｜tool▁sep｜>NAME + ```json form is not one Strata reads.
   EXPECT_EQ(ToolCallFormatOf(TemplateText("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")), ToolCallFormat::kNone);
 }
@@ -369,7 +370,7 @@ ToolCallStreamer::Out StreamInPieces(ToolCallFormat f, const std::string& text, 
 // GLM-4.5's <arg_key>/<arg_value> calls and DeepSeek V3.1's call tokens:
 // parsed, streamed in any pieces, and what the tool_choice grammar allows
 // is what the parser reads.
-TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
+TEST(ToolCallTest, ParsesGlmDeepSeekAndKimiCalls) {
   auto g = ParseToolCall(ToolCallFormat::kGlm,
                          "get_weather\n<arg_key>city</arg_key>\n<arg_value>New York</arg_value>\n"
                          "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>opts</arg_key>\n"
@@ -392,6 +393,22 @@ TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
   EXPECT_EQ(quoted->arguments, "{\"a\":1}");
   for (const char* bad : {"", "f{\"a\": 1}", "<｜tool▁sep｜>{}", "f<｜tool▁sep｜>[1]", "f<｜tool▁sep｜>{"})
     EXPECT_FALSE(ParseToolCall(ToolCallFormat::kDeepSeek, bad).ok()) << bad;
+  // Kimi K2: the call's id is functions.NAME:INDEX (its template writes it so).
+  for (const char* id : {"functions.get_weather:0", "functions.get_weather:12", "get_weather:3", "get_weather"}) {
+    auto k = ParseToolCall(ToolCallFormat::kKimi, std::string(id) + "<|tool_call_argument_begin|>{\"city\": \"Oslo\"}");
+    ASSERT_TRUE(k.ok()) << id << ": " << k.status().message();
+    EXPECT_EQ(k->name, "get_weather") << id;
+    EXPECT_EQ(k->arguments, "{\"city\":\"Oslo\"}");
+  }
+  auto kq = ParseToolCall(ToolCallFormat::kKimi, "functions.f:0<|tool_call_argument_begin|>\"{\\\"a\\\": 1}\"");
+  ASSERT_TRUE(kq.ok()) << kq.status().message();
+  EXPECT_EQ(kq->arguments, "{\"a\":1}");
+  auto kc = ParseToolCall(ToolCallFormat::kKimi, "functions.ns:tool:x<|tool_call_argument_begin|>{}");  // not an index
+  ASSERT_TRUE(kc.ok());
+  EXPECT_EQ(kc->name, "ns:tool:x");
+  for (const char* bad : {"", "functions.f:0{}", "<|tool_call_argument_begin|>{}", "functions.:0<|tool_call_argument_begin|>{}",
+                          "f:0<|tool_call_argument_begin|>[1]", "functions.a b:0<|tool_call_argument_begin|>{}"})
+    EXPECT_FALSE(ParseToolCall(ToolCallFormat::kKimi, bad).ok()) << bad;
 
   std::mt19937 rng(5);
   for (int trial = 0; trial < 100; ++trial) {
@@ -432,6 +449,22 @@ TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
       EXPECT_TRUE(bad_bytes.calls.empty()) << text;
       EXPECT_EQ(bad_bytes.content, text);
     }
+    auto kimi = StreamInPieces(ToolCallFormat::kKimi,
+                               "Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0"
+                               "<|tool_call_argument_begin|>{\"x\": 1}<|tool_call_end|><|tool_call_begin|>functions.b:1"
+                               "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+                               rng);
+    EXPECT_EQ(kimi.content, "Checking.");
+    ASSERT_EQ(kimi.calls.size(), 2u);
+    EXPECT_EQ(kimi.calls[0].name, "a");
+    EXPECT_EQ(kimi.calls[0].arguments, "{\"x\":1}");
+    EXPECT_EQ(kimi.calls[1].name, "b");
+    auto kimi_broken = StreamInPieces(ToolCallFormat::kKimi,
+                                      "<|tool_calls_section_begin|><|tool_call_begin|>functions.a:0 oops"
+                                      "<|tool_call_end|><|tool_calls_section_end|>",
+                                      rng);
+    EXPECT_EQ(kimi_broken.content, "<|tool_call_begin|>functions.a:0 oops<|tool_call_end|>");
+    EXPECT_TRUE(kimi_broken.calls.empty());
     auto plain = StreamInPieces(ToolCallFormat::kDeepSeek, "No <｜tool calls here.", rng);
     EXPECT_EQ(plain.content, "No <｜tool calls here.");
     EXPECT_TRUE(plain.calls.empty());
@@ -453,6 +486,11 @@ TEST(ToolCallTest, ParsesGlmAndDeepSeekCalls) {
        "<｜tool▁calls▁end｜>",
        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"days\": 2}<｜tool▁call▁end｜>"
        "<｜tool▁calls▁end｜>"},
+      {ToolCallFormat::kKimi,
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+       "{\"city\": \"Oslo\"}<|tool_call_end|><|tool_calls_section_end|>",
+       "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+       "{\"days\": 2}<|tool_call_end|><|tool_calls_section_end|>"},
   };
   for (const Case& c : cases) {
     auto text = ToolCallGrammar(c.f, tools, "", false);

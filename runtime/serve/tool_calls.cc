@@ -14,12 +14,19 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
-// DeepSeek V3.1's call tokens, and the ones around the list of calls.
-constexpr std::string_view kDsOpen = "<｜tool▁call▁begin｜>";
-constexpr std::string_view kDsClose = "<｜tool▁call▁end｜>";
-constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
-constexpr std::string_view kDsListOpen = "<｜tool▁calls▁begin｜>";
-constexpr std::string_view kDsListClose = "<｜tool▁calls▁end｜>";
+// Formats whose calls are special tokens: the tokens around the list of
+// calls, a call's opening and closing, and the separator after its name
+// (DeepSeek V3.1: NAME; Kimi K2: an id, functions.NAME:INDEX).
+struct CallTokens {
+  std::string_view list_open, list_close, open, close, sep;
+};
+constexpr CallTokens kDeepSeekTokens{"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+                                     "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"};
+constexpr CallTokens kKimiTokens{"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+                                 "<|tool_call_end|>", "<|tool_call_argument_begin|>"};
+const CallTokens* TokensOf(ToolCallFormat f) {
+  return f == ToolCallFormat::kDeepSeek ? &kDeepSeekTokens : f == ToolCallFormat::kKimi ? &kKimiTokens : nullptr;
+}
 
 using ojson = nlohmann::ordered_json;
 
@@ -129,14 +136,25 @@ Result<ToolCall> ParseGlmCall(std::string_view inner) {
   return call;
 }
 
-// NAME<｜tool▁sep｜>{arguments} (DeepSeek V3.1; arguments may be a JSON string of an object).
-Result<ToolCall> ParseDeepSeekCall(std::string_view inner) {
-  const size_t sep = inner.find(kDsSep);
+// NAME<｜tool▁sep｜>{arguments} (DeepSeek V3.1), or
+// functions.NAME:INDEX<|tool_call_argument_begin|>{arguments} (Kimi K2);
+// the arguments may be a JSON string of an object.
+Result<ToolCall> ParseTokenCall(const CallTokens& tokens, std::string_view inner) {
+  const size_t sep = inner.find(tokens.sep);
   if (sep == std::string_view::npos) return InvalidArgument("the tool call has no separator after its name");
   ToolCall call;
-  call.name = std::string(Trim(inner.substr(0, sep)));
+  std::string_view name = Trim(inner.substr(0, sep));
+  if (&tokens == &kKimiTokens) {  // functions.NAME:INDEX
+    constexpr std::string_view kPrefix = "functions.";
+    if (name.substr(0, kPrefix.size()) == kPrefix) name.remove_prefix(kPrefix.size());
+    const size_t colon = name.rfind(':');
+    if (colon != std::string_view::npos && colon + 1 < name.size() &&
+        name.find_first_not_of("0123456789", colon + 1) == std::string_view::npos)
+      name = name.substr(0, colon);
+  }
+  call.name = std::string(name);
   if (!ValidName(call.name)) return InvalidArgument("the tool call's function name is not valid");
-  ojson args = ojson::parse(Trim(inner.substr(sep + kDsSep.size())), nullptr, false);
+  ojson args = ojson::parse(Trim(inner.substr(sep + tokens.sep.size())), nullptr, false);
   if (!args.is_discarded() && args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
   if (args.is_discarded() || !args.is_object()) return InvalidArgument("the tool call's arguments are not an object");
   call.arguments = args.dump();
@@ -166,8 +184,9 @@ ToolCallFormat ToolCallFormatOf(std::string_view source) {
     return source.find("<function=") != std::string_view::npos ? ToolCallFormat::kXml : ToolCallFormat::kJson;
   }
   // DeepSeek V3.1 writes NAME<｜tool▁sep｜>{args}; R1's TYPE<｜tool▁sep｜>NAME and a ```json block is not read.
-  if (source.find(kDsOpen) != std::string_view::npos && source.find("```json") == std::string_view::npos)
+  if (source.find(kDeepSeekTokens.open) != std::string_view::npos && source.find("```json") == std::string_view::npos)
     return ToolCallFormat::kDeepSeek;
+  if (source.find(kKimiTokens.list_open) != std::string_view::npos) return ToolCallFormat::kKimi;
   if (source.find("[TOOL_CALLS]") != std::string_view::npos) return ToolCallFormat::kMistral;
   if (source.find("\"parameters\": dictionary of argument name") != std::string_view::npos)
     return ToolCallFormat::kLlama3;
@@ -181,7 +200,8 @@ Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
   switch (format) {
     case ToolCallFormat::kXml: return ParseXmlCall(inner);
     case ToolCallFormat::kGlm: return ParseGlmCall(inner);
-    case ToolCallFormat::kDeepSeek: return ParseDeepSeekCall(inner);
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kKimi: return ParseTokenCall(*TokensOf(format), inner);
     case ToolCallFormat::kJson:
     case ToolCallFormat::kLlama3: return ParseJsonCall(inner);
     case ToolCallFormat::kMistral: {
@@ -212,18 +232,18 @@ ToolCallStreamer::Out ToolCallStreamer::Finish() {
 void ToolCallStreamer::Run(Out* out, bool final) {
   if (format_ == ToolCallFormat::kMistral || format_ == ToolCallFormat::kLlama3) return RunToEnd(out, final);
   if (format_ == ToolCallFormat::kGeneric) return RunGeneric(out, final);
-  const bool ds = format_ == ToolCallFormat::kDeepSeek;
-  const std::string_view open_tag = ds ? kDsOpen : kOpen, close_tag = ds ? kDsClose : kClose;
+  const CallTokens* ds = TokensOf(format_);
+  const std::string_view open_tag = ds ? ds->open : kOpen, close_tag = ds ? ds->close : kClose;
   while (true) {
     if (!in_call_) {
-      // The next tag, in order: a call's opening, or (DeepSeek) a token
+      // The next tag, in order: a call's opening, or (call tokens) a token
       // around the list of calls, which is not content. Only what comes
       // before the first tag is read here, so where the text was cut into
       // pieces cannot change what is content.
       size_t open = pending_.find(open_tag), tag_size = open_tag.size();
       bool list_token = false;
       if (ds)
-        for (std::string_view w : {kDsListOpen, kDsListClose})
+        for (std::string_view w : {ds->list_open, ds->list_close})
           if (const size_t at = pending_.find(w); at < open) open = at, tag_size = w.size(), list_token = true;
       if (open != std::string::npos) {
         // Whitespace between two calls is not content.
@@ -237,7 +257,7 @@ void ToolCallStreamer::Run(Out* out, bool final) {
       // whitespace waits to see whether text or another call follows.
       size_t keep = final ? 0 : PartialTagAtEnd(pending_, open_tag);
       if (ds && !final)  // and not a partial token around the list
-        keep = std::max({keep, PartialTagAtEnd(pending_, kDsListOpen), PartialTagAtEnd(pending_, kDsListClose)});
+        keep = std::max({keep, PartialTagAtEnd(pending_, ds->list_open), PartialTagAtEnd(pending_, ds->list_close)});
       size_t end = pending_.size() - keep;
       if (calls_ > 0 && Trim(std::string_view(pending_).substr(0, end)).empty()) {
         if (final) pending_.clear();
@@ -478,11 +498,15 @@ Result<std::string> CallsGrammar(ToolCallFormat format, const nlohmann::ordered_
       if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
       // As the template writes a call after "<|start|>assistant" (where the generation prompt ends).
       body = GbnfLiteral(" to=functions." + name + "<|channel|>commentary json<|message|>") + " " + *args;
-    } else if (format == ToolCallFormat::kDeepSeek) {
+    } else if (const CallTokens* tok = TokensOf(format)) {
       auto args = b.AddSchema(params, name + "-args");
       if (!args.ok()) return args.status().WithContext("tools: " + name + ": parameters");
-      body = GbnfLiteral(std::string(kDsOpen) + name + std::string(kDsSep)) + " " + *args + " " +
-             GbnfLiteral(std::string(kDsClose));
+      // DeepSeek: NAME; Kimi K2: the id functions.NAME:INDEX.
+      const std::string head = format == ToolCallFormat::kKimi
+                                   ? GbnfLiteral(std::string(tok->open) + "functions." + name + ":") + " [0-9]+ " +
+                                         GbnfLiteral(std::string(tok->sep))
+                                   : GbnfLiteral(std::string(tok->open) + name + std::string(tok->sep));
+      body = head + " " + *args + " " + GbnfLiteral(std::string(tok->close));
     } else if (format == ToolCallFormat::kXml) {
       // <parameter=KEY>\nVALUE\n</parameter>: strings as raw text, other values as JSON.
       auto items = ArgumentItems(b, name, params, "xml-text", "<parameter=", ">\n", "\n</parameter>\n");
@@ -514,8 +538,11 @@ Result<std::string> CallsGrammar(ToolCallFormat format, const nlohmann::ordered_
     case ToolCallFormat::kGlm:
       return b.Text(parallel ? any + " (\"\\n\" " + any + ")*" : any);
     case ToolCallFormat::kDeepSeek:
-      return b.Text(GbnfLiteral(std::string(kDsListOpen)) + " " + (parallel ? any + " " + any + "*" : any) + " " +
-                    GbnfLiteral(std::string(kDsListClose)));
+    case ToolCallFormat::kKimi: {
+      const CallTokens& tok = *TokensOf(format);
+      return b.Text(GbnfLiteral(std::string(tok.list_open)) + " " + (parallel ? any + " " + any + "*" : any) + " " +
+                    GbnfLiteral(std::string(tok.list_close)));
+    }
     case ToolCallFormat::kHarmony:
       return b.Text(any);  // one call; <|call|> ends the generation
     case ToolCallFormat::kMistral:

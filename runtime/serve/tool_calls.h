@@ -13,11 +13,13 @@
 //          ...</tool_call> (GLM-4.5, GLM-4.6)
 //   kDeepSeek: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}
 //          <｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (DeepSeek V3.1)
+//   kKimi: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:INDEX
+//          <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|> (Kimi K2)
 // ToolCallStreamer separates calls from content as the text streams: text
 // from <tool_call> on is held back until its </tool_call>, then parsed; a
 // block that does not parse is given back as content, so nothing is lost.
-// (kDeepSeek: the same with its call tokens; the tokens around the list of
-// calls are not content.)
+// (kDeepSeek, kKimi: the same with their call tokens; the tokens around the
+// list of calls are not content.)
 
 #include <string>
 #include <string_view>
@@ -36,7 +38,7 @@ namespace strata::serve {
 // format): the tools are described in the system message and the whole
 // answer is one JSON object, {"tool_calls": [{"name", "arguments"}, ...]} or
 // {"response": "..."}, always constrained by GenericToolGrammar.
-enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek, kHarmony, kGeneric };
+enum class ToolCallFormat { kNone, kJson, kXml, kMistral, kLlama3, kGlm, kDeepSeek, kHarmony, kGeneric, kKimi };
 
 // The format a chat template teaches (kNone: it has no tool calls Strata reads).
 ToolCallFormat ToolCallFormatOf(std::string_view template_source);
@@ -69,8 +71,8 @@ std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& mes
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel);
 
-// One call from the text between <tool_call> and </tool_call> (kDeepSeek:
-// between its call-begin and call-end tokens).
+// One call from the text between <tool_call> and </tool_call> (kDeepSeek,
+// kKimi: between the call-begin and call-end tokens).
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner);
 
 class ToolCallStreamer {

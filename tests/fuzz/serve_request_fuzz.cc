@@ -93,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const ToolCall& c : out->calls) CheckCall(c);
   }
   for (ToolCallFormat f : {ToolCallFormat::kJson, ToolCallFormat::kXml, ToolCallFormat::kMistral, ToolCallFormat::kLlama3,
-                           ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek, ToolCallFormat::kGeneric}) {
+                           ToolCallFormat::kGlm, ToolCallFormat::kDeepSeek, ToolCallFormat::kGeneric,
+                           ToolCallFormat::kKimi}) {
     ToolCallStreamer a(f), b(f);
     ToolCallStreamer::Out w = a.Push(body), wt = a.Finish();
     ToolCallStreamer::Out p1 = b.Push(body.substr(0, cut)), p2 = b.Push(body.substr(cut)), pt = b.Finish();
