@@ -281,8 +281,12 @@ Result<WrittenTables> WriteTensors(PackWriter& w, flatbuffers::FlatBufferBuilder
     if (progress) progress(prog);
     const auto cols = static_cast<int64_t>(p.shape[0]);
     const uint64_t copy_row_bytes = static_cast<uint64_t>(cols) / 32 * 34;
-    STRATA_ASSIGN_OR_RETURN(BlobInfo ci,
-                            WriteDecodeCopy(w, p.type, model.TensorData(*p.source), p.row_bytes, cols, *pool));
+    // The tensor's own bytes: the source's, or its rows gathered from a fused tensor.
+    std::vector<uint8_t> gathered;
+    if (p.transform == TensorTransform::kRowGather) gathered = GatherRows(model, p);
+    const std::span<const uint8_t> src =
+        p.transform == TensorTransform::kRowGather ? std::span<const uint8_t>(gathered) : model.TensorData(*p.source);
+    STRATA_ASSIGN_OR_RETURN(BlobInfo ci, WriteDecodeCopy(w, p.type, src, p.row_bytes, cols, *pool));
     blobs.push_back(fb::CreateBlob(b, ci.offset, ci.size, ci.xxh3));
     add_tensor(copy_name, p, GgmlType::kQ8_0, copy_row_bytes, p.expert_count ? copy_row_bytes * p.shape[1] : 0, -1,
                true);

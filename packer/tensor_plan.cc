@@ -49,8 +49,9 @@ std::map<std::string, SplitSource> FindSplitSources(const gguf::GgufModel& model
         continue;
       }
       const uint64_t rows = split.rows.eval(hp), row = e.shape[0];
-      const auto ne = [t](int d) { return static_cast<uint64_t>(t->ne[d]); };
-      const bool shape_ok = (t->n_dims == 2 || (t->n_dims == 3 && ne(2) == 1)) && ne(0) == row && ne(1) == rows;
+      const auto ne = [t](uint32_t d) { return static_cast<uint64_t>(t->ne[d]); };
+      bool shape_ok = t->n_dims >= 2 && ne(0) == row && ne(1) == rows;
+      for (uint32_t d = 2; d < t->n_dims; ++d) shape_ok &= ne(d) == 1;  // trailing size-1 dims hold no data
       if (!shape_ok) {
         log->Refuse(name, StrFormat("shape: expected [%" PRIu64 " (%s), %" PRIu64 " (%s)], found ", row,
                                     e.spec->shape[0].text, rows, split.rows.text) + t->ShapeString());
@@ -61,6 +62,9 @@ std::map<std::string, SplitSource> FindSplitSources(const gguf::GgufModel& model
                               std::string(TypeName(t->type)));
         continue;
       }
+      if (t->n_dims > 2)
+        log->AddFix("squeeze-dims", name, t->ShapeString(), StrFormat("[%" PRIu64 ", %" PRIu64 "]", row, rows),
+                    "trailing size-1 dimensions hold no data (llama.cpp accepts the same)");
       out[part0] = {t, &split, 0};
       out[part1] = {t, &split, 1};
       log->AddFix("split-tensor", name, t->ShapeString(), part0 + " + " + part1,

@@ -307,6 +307,40 @@ TEST(KernelCoverage, Seed000Q2_0ExpertsPackValidateAndRunOnTheCpu) {
   EXPECT_EQ(cli.exit_code, 0) << cli.out;
 }
 
+// qwen3next's attn_qkv / attn_gate / ssm_beta / ssm_alpha are rows of the
+// GGUF's fused ssm_in / ssm_ba: their decode copies are made from the
+// gathered rows (the pack's own bytes), not the fused source's.
+TEST(KernelCoverage, TensorsSplitFromAFusedOneGetCopiesOfTheirOwnRows) {
+  std::string dir = testing::ScratchDir("coverage_fused");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen3Next;
+  s.hp = testing::TinyQwen3NextHParams();
+  s.matrix_type = GgmlType::kQ4_K;
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+  ScopedKernelLessTypesForTesting hook({GgmlType::kQ4_K});
+  auto converted = testing::PackFile(dir + "/m.gguf", dir + "/m.strata", WithCopies());
+  ASSERT_TRUE(converted.ok()) << converted.status().message();
+  auto pack = Pack::Open(dir + "/m.strata");
+  ASSERT_TRUE(pack.ok());
+  for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.1.ssm_beta.weight"}) {
+    SCOPED_TRACE(name);
+    const TensorView* t = (*pack)->Find(name);
+    const TensorView* copy = (*pack)->Find(std::string(name) + kDecodeCopySuffix);
+    ASSERT_TRUE(t && copy);
+    ASSERT_EQ(t->type, GgmlType::kQ4_K);
+    ASSERT_EQ(copy->type, GgmlType::kQ8_0);
+    const size_t n = t->shape[0] * t->shape[1];
+    std::vector<float> a(n), c(n);
+    ASSERT_TRUE(DequantizeRow(t->type, t->data, a).ok());
+    ASSERT_TRUE(DequantizeRow(copy->type, copy->data, c).ok());
+    float worst = 0, scale = 0;
+    for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(a[i] - c[i])), scale = std::max(scale, std::fabs(a[i]));
+    EXPECT_LT(worst, scale / 64) << "the copy holds other rows than the tensor";
+  }
+}
+
 TEST(KernelCoverage, AKernelLessExpertTypeIsRefusedOrConverted) {
   std::string dir = testing::ScratchDir("coverage_kernel_less");
   const std::string gguf = Q2_0ExpertsModel(dir);

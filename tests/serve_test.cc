@@ -400,6 +400,9 @@ TEST(ToolCallTest, ParsesGlmDeepSeekAndKimiCalls) {
     EXPECT_EQ(k->name, "get_weather") << id;
     EXPECT_EQ(k->arguments, "{\"city\":\"Oslo\"}");
   }
+  // Its calls' ids are the template's own, so a tool result names its call.
+  EXPECT_EQ(TemplateCallId(ToolCallFormat::kKimi, "get_weather", 1), "functions.get_weather:1");
+  EXPECT_EQ(TemplateCallId(ToolCallFormat::kDeepSeek, "get_weather", 1), std::nullopt);
   auto kq = ParseToolCall(ToolCallFormat::kKimi, "functions.f:0<|tool_call_argument_begin|>\"{\\\"a\\\": 1}\"");
   ASSERT_TRUE(kq.ok()) << kq.status().message();
   EXPECT_EQ(kq->arguments, "{\"a\":1}");

@@ -266,7 +266,9 @@ struct Exchange {
     d.content = std::move(t.content);
     for (ToolCall& call : t.calls) {
       if (!parallel_tool_calls && !c.calls.empty()) continue;  // one call per answer
-      c.calls.emplace_back(RandomId("call_"), std::move(call));
+      std::string call_id =
+          TemplateCallId(c.tool_streamer->format(), call.name, c.calls.size()).value_or(RandomId("call_"));
+      c.calls.emplace_back(std::move(call_id), std::move(call));
     }
     d.new_calls = c.calls.size() - d.first_new_call;
     return d;

@@ -193,6 +193,11 @@ ToolCallFormat ToolCallFormatOf(std::string_view source) {
   return ToolCallFormat::kNone;
 }
 
+std::optional<std::string> TemplateCallId(ToolCallFormat format, const std::string& name, size_t index) {
+  if (format != ToolCallFormat::kKimi) return std::nullopt;
+  return "functions." + name + ":" + std::to_string(index);
+}
+
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner) {
   // A call's name and arguments go into JSON replies: bytes that are not
   // UTF-8 make the text content, never a call (nor an exception in dump()).

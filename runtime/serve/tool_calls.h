@@ -21,6 +21,7 @@
 // (kDeepSeek, kKimi: the same with their call tokens; the tokens around the
 // list of calls are not content.)
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,12 @@ std::vector<ChatMessage> GenericToolMessages(const std::vector<ChatMessage>& mes
 Result<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
                                     const std::string& only, bool parallel);
 
+// The id the API gives the index-th call of an answer when the template
+// needs one of its own: Kimi K2's writes a call as functions.NAME:INDEX and
+// a tool result's tool_call_id as it is ("## Return of ID"), so a result
+// names its call only with that id. Others: none (a random call_ id).
+std::optional<std::string> TemplateCallId(ToolCallFormat format, const std::string& name, size_t index);
+
 // One call from the text between <tool_call> and </tool_call> (kDeepSeek,
 // kKimi: between the call-begin and call-end tokens).
 Result<ToolCall> ParseToolCall(ToolCallFormat format, std::string_view inner);
@@ -85,6 +92,7 @@ class ToolCallStreamer {
   Out Push(std::string_view text);
   Out Finish();
   bool any_call() const { return calls_ > 0; }
+  ToolCallFormat format() const { return format_; }
 
  private:
   void Run(Out* out, bool final);
