@@ -194,6 +194,13 @@ TEST(Jinja, RenderingIsBounded) {
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("too deep"), std::string::npos);
   EXPECT_NE(Render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nests too deep"), std::string::npos);
+  // An empty string repeated 4**20 times is empty at once (a fuzz finding:
+  // the repetition looped its count; without the fix this test hangs).
+  auto empty = jinja::Template::Parse("[{{ '' * 4**20 }}|{{ 0 * 'x' * 4**20 }}|{{ 'ab' * -3 }}|{{ 2 * 'ab' }}]");
+  ASSERT_TRUE(empty.ok());
+  out = empty->Render(ordered_json::object());
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "[|||abab]");
 }
 
 }  // namespace

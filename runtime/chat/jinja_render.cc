@@ -372,9 +372,10 @@ class Renderer final : public FilterHost {
     if (op == "*" && ((a.is_string() && b.kind == Value::Kind::kInt) || (b.is_string() && a.kind == Value::Kind::kInt))) {
       const std::string& s = a.is_string() ? a.str() : b.str();
       const int64_t n = a.is_string() ? b.i : a.i;
-      if (n > 0 && !s.empty() && static_cast<uint64_t>(n) > limits_.max_output / s.size())
-        throw Error("string repetition too long", line);
+      if (n <= 0 || s.empty()) return Value::Str("");  // a count of 4**20 must not loop 4**20 times (a fuzz finding)
+      if (static_cast<uint64_t>(n) > limits_.max_output / s.size()) throw Error("string repetition too long", line);
       std::string out;
+      out.reserve(s.size() * static_cast<size_t>(n));
       for (int64_t k = 0; k < n; ++k) out += s;
       return Value::Str(out);
     }
