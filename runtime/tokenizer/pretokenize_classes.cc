@@ -79,6 +79,21 @@ void SplitFixed(size_t begin, size_t end, PieceLengths* out, size_t count, InCla
   if (end > gap_start) out->push_back(static_cast<uint32_t>(end - gap_start));
 }
 
+// How many code points from i (before end) satisfy `in`.
+template <typename F>
+size_t RunLength(size_t i, size_t end, F in) {
+  size_t n = 0;
+  while (i + n < end && in(i + n)) ++n;
+  return n;
+}
+
+// \p{N}{1,3} at pos (before end): the end of its match (pos: none).
+size_t MatchNumbersUpTo3(const CodepointText& t, size_t pos, size_t end) {
+  size_t e = pos;
+  while (e < end && e < pos + 3 && t.flags[e].number()) ++e;
+  return e;
+}
+
 // Leftmost, non-overlapping matches of an expression whose `MatchAt(pos)`
 // gives the end of the match at pos (pos: none), matches and gaps alike.
 template <typename Expression>
@@ -100,8 +115,7 @@ void SplitMatches(const Expression& re, size_t begin, size_t end, PieceLengths* 
 // The whitespace tail both regex scanners end with, \s*[\r\n]+|\s+(?!\S)|\s+,
 // at pos: the end of its match (pos: none).
 size_t MatchSpaces(const CodepointText& t, size_t pos, size_t end) {
-  size_t ws = 0;
-  while (pos + ws < end && t.flags[pos + ws].whitespace()) ++ws;
+  const size_t ws = RunLength(pos, end, [&t](size_t i) { return t.flags[i].whitespace(); });
   if (ws == 0) return pos;
   for (size_t j = ws; j-- > 0;)  // \s*[\r\n]+: up to the last newline of the run
     if (t.cps[pos + j] == '\r' || t.cps[pos + j] == '\n') return pos + j + 1;
@@ -250,11 +264,7 @@ class Gpt4o {
           return w + Contraction(w);
         }
       }
-    if (Flags(pos).number()) {  // \p{N}{1,3}
-      size_t n = 0;
-      while (n < 3 && Flags(pos + n).number()) ++n;
-      return pos + n;
-    }
+    if (Flags(pos).number()) return MatchNumbersUpTo3(t_, pos, end_);  // \p{N}{1,3}
     {  // " ?[^\s\p{L}\p{N}]+[\r\n/]*"
       const size_t p = pos + (Cp(pos) == ' ' && Punct(pos + 1) ? 1 : 0);
       if (Punct(p)) {
@@ -280,11 +290,7 @@ class Gpt4o {
     return i < end_ && Cp(i) != '\r' && Cp(i) != '\n' && !f.letter() && !f.number();
   }
   template <typename F>
-  size_t Run(size_t i, F in) const {
-    size_t n = 0;
-    while (i + n < end_ && in(i + n)) ++n;
-    return n;
-  }
+  size_t Run(size_t i, F in) const { return RunLength(i, end_, in); }
   size_t Contraction(size_t i) const { return ContractionAt(t_, i, end_); }
 
   const CodepointText& t_;
@@ -353,11 +359,7 @@ class DeepseekV3 {
   bool LetterOrMark(size_t i) const { return Flags(i).letter() || Flags(i).mark(); }
   bool PunctOrSymbol(size_t i) const { return Flags(i).punctuation() || Flags(i).symbol(); }
   template <typename F>
-  size_t Run(size_t i, F in) const {
-    size_t n = 0;
-    while (i + n < end_ && in(i + n)) ++n;
-    return n;
-  }
+  size_t Run(size_t i, F in) const { return RunLength(i, end_, in); }
 
   const CodepointText& t_;
   size_t end_;
@@ -369,11 +371,7 @@ void ScanNumbersUpTo3(const CodepointText& t, size_t begin, size_t end, PieceLen
   struct UpTo3 {
     const CodepointText& t;
     size_t end;
-    size_t MatchAt(size_t pos) const {
-      size_t e = pos;
-      while (e < end && e < pos + 3 && t.flags[e].number()) ++e;
-      return e;
-    }
+    size_t MatchAt(size_t pos) const { return MatchNumbersUpTo3(t, pos, end); }
   };
   SplitMatches(UpTo3{t, end}, begin, end, out);
 }
@@ -419,11 +417,7 @@ class KimiK2 {
       const size_t w = p + Run(p, [this](size_t i) { return Word(i); });
       return w + ContractionAt(t_, w, end_);
     }
-    if (f.number()) {
-      size_t e = pos;
-      while (e < end_ && e < pos + 3 && t_.flags[e].number()) ++e;
-      return e;
-    }
+    if (f.number()) return MatchNumbersUpTo3(t_, pos, end_);
     const size_t p = pos + (t_.cps[pos] == ' ' && Other(pos + 1) ? 1 : 0);
     if (Other(p)) {
       size_t e = p + Run(p, [this](size_t i) { return Other(i); });
@@ -442,11 +436,7 @@ class KimiK2 {
     return f.any() && !f.whitespace() && !f.letter() && !f.number();
   }
   template <typename F>
-  size_t Run(size_t i, F in) const {
-    size_t n = 0;
-    while (i + n < end_ && in(i + n)) ++n;
-    return n;
-  }
+  size_t Run(size_t i, F in) const { return RunLength(i, end_, in); }
 
   const CodepointText& t_;
   size_t end_;
