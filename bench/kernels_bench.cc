@@ -152,7 +152,7 @@ struct ShapeSpec {
 int main(int argc, char** argv) {
   using strata::GgmlType;
   const GgmlType types[] = {GgmlType::kF32,  GgmlType::kF16,   GgmlType::kBF16,  GgmlType::kQ8_0,
-                            GgmlType::kQ4_0, GgmlType::kQ4_K,  GgmlType::kQ5_K,  GgmlType::kQ6_K,
+                            GgmlType::kQ4_0, GgmlType::kQ5_0,  GgmlType::kQ4_K,  GgmlType::kQ5_K,  GgmlType::kQ6_K,
                             GgmlType::kQ2_K, GgmlType::kQ3_K,  GgmlType::kIQ4_XS, GgmlType::kIQ3_S,
                             GgmlType::kMXFP4, GgmlType::kQ2_0, GgmlType::kIQ4_NL, GgmlType::kNVFP4};
   // rows x k: an expert's gate/up (768 x 2048), its down (2048 x 768), and a

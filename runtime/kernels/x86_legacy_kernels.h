@@ -98,23 +98,46 @@ struct Q8_0Kernel {
 struct Q4_0Format {
   static constexpr int kBytes = 18, kQs = 2, kQh = -1, kOffset = 8;
   static constexpr const Lut16* kLut = nullptr;  // the code is the unsigned value
+  static constexpr bool kHalfScale = true;  // Scale: the block's F16 d
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
 struct Q5_0Format {
   static constexpr int kBytes = 22, kQs = 6, kQh = 2, kOffset = 16;
   static constexpr const Lut16* kLut = nullptr;
+  static constexpr bool kHalfScale = true;  // Scale: the block's F16 d
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
 struct Mxfp4Format {  // E8M0 scale byte, halved because the table holds doubled E2M1 values
   static constexpr int kBytes = 17, kQs = 1, kQh = -1, kOffset = 12;
   static constexpr const Lut16* kLut = &kLutFp4Plus12;
+  static constexpr bool kHalfScale = false;  // Scale: a table of the E8M0 byte
   static float Scale(const uint8_t* x) { return kE8M0HalfToFloat.v[x[0]]; }
 };
 struct Iq4NlFormat {
   static constexpr int kBytes = 18, kQs = 2, kQh = -1, kOffset = 0;  // 0: signed values, sign trick
   static constexpr const Lut16* kLut = &kLutIq4nl;
+  static constexpr bool kHalfScale = true;  // Scale: the block's F16 d
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
+
+// The 32 codes of the block at x in element order: the unsigned value +
+// F::kOffset, or (kOffset 0) the signed value. `lut`: F's table broadcast
+// (BroadcastLut), or anything when F has none.
+template <class F>
+inline __m256i NibbleCodes(const uint8_t* x, __m256i lut) {
+  const __m128i q = LoadU128(x + F::kQs);
+  // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
+  __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
+  if constexpr (F::kLut != nullptr) codes = _mm256_shuffle_epi8(lut, codes);
+  if constexpr (F::kQh >= 0)
+    codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + F::kQh)), Set1I8(0x10)));
+  return codes;
+}
+template <class F>
+inline __m256i NibbleLut() {
+  if constexpr (F::kLut != nullptr) return BroadcastLut(*F::kLut);
+  return _mm256_setzero_si256();
+}
 
 template <class F>
 struct NibbleKernel {
@@ -125,16 +148,10 @@ struct NibbleKernel {
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
     const Q8_0Columns<C> cols(a, as, F::kOffset);
-    __m256i lut = _mm256_setzero_si256();
-    if constexpr (F::kLut != nullptr) lut = BroadcastLut(*F::kLut);
+    const __m256i lut = NibbleLut<F>();
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
-      const __m128i q = LoadU128(x + F::kQs);
-      // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
-      __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
-      if constexpr (F::kLut != nullptr) codes = _mm256_shuffle_epi8(lut, codes);
-      if constexpr (F::kQh >= 0)
-        codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + F::kQh)), Set1I8(0x10)));
+      const __m256i codes = NibbleCodes<F>(x, lut);
       if constexpr (F::kOffset != 0) {
         AccumulateUnsigned<C>(codes, F::Scale(x), cols, acc[r]);
       } else {

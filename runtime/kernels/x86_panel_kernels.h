@@ -1,6 +1,8 @@
 #pragma once
 // Panel kernels for products of several activation columns (prefill, MoE
-// experts with many tokens) at the AVX-512 level: Q4_K, Q5_K and Q8_0.
+// experts with many tokens) at the AVX-512 level: Q4_K, Q5_K and Q8_0, and
+// through Q8_0's panels the types that decode to its blocks (Q4_0, Q5_0,
+// IQ4_NL, MXFP4).
 //
 // The tile kernels (x86_zmm_kernels.h) unpack a weight block once per tile of
 // 2 rows x 4 columns (Q8_0: 4 x 4), multiply code bytes pairwise (vpmaddubsw)
@@ -246,16 +248,21 @@ struct alignas(64) Q8Quad {
   float d[16];           // the row's d in each of its lanes
 };
 
-struct Q8_0Panel {
+// Also the types that decode to such blocks (V: Q8_0Values, NibbleValues<F>
+// of x86_zmm_kernels.h): Build decodes each row's block to its 32 signed
+// values once, and the tile is Q8_0's.
+template <class V>
+struct Int8BlockPanel {
   using Block = Q8Quad;
-  static constexpr int kBlockBytes = 34;
+  using TileKernel = Int8BlockKernelZmm<V>;
+  static constexpr int kBlockBytes = V::kBytes;
   static constexpr int64_t kElems = 32, kActBlockBytes = 34;
   // 64 blocks (2,048 elements): a panel of 8 rows is 24 KiB (128 x 192 bytes).
   static constexpr int64_t kPieceBlocks = 64;
-  static_assert(kPieceBlocks == 2 * Q8_0KernelZmm::kPieceBlocks, "the tile kernel sums in the panels' pieces");
+  static_assert(kPieceBlocks == 2 * TileKernel::kPieceBlocks, "the tile kernel sums in the panels' pieces");
 
   static void Build(const uint8_t* const (&x)[4], Q8Quad& qb) {
-    const __m512i v01 = RowPair(x, 0, 2), v23 = RowPair(x, 2, 2);
+    const __m512i v01 = V::SignedPair(x[0], x[1]), v23 = V::SignedPair(x[2], x[3]);
     const __m512i c0 = _mm512_shuffle_i64x2(v01, v23, _MM_SHUFFLE(2, 0, 2, 0));
     const __m512i c1 = _mm512_shuffle_i64x2(v01, v23, _MM_SHUFFLE(3, 1, 3, 1));
     _mm512_storeu_si512(qb.codes[0], c0);
@@ -263,7 +270,7 @@ struct Q8_0Panel {
     const __m512i m128 = Set1I8x64(0x80);  // 128 as the unsigned operand
     const __m512i sum128 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), m128, c0), m128, c1);
     PutVector(qb.start, _mm512_sub_epi32(_mm512_setzero_si512(), sum128));
-    const float d[4] = {LoadHalf(x[0]), LoadHalf(x[1]), LoadHalf(x[2]), LoadHalf(x[3])};
+    const float d[4] = {V::Scale(x[0]), V::Scale(x[1]), V::Scale(x[2]), V::Scale(x[3])};
     PutRowFloats(qb.d, d);
   }
 
@@ -321,13 +328,16 @@ struct Q8_0Panel {
     for (int64_t c = 0; c < g.cols; ++c) {
       for (int64_t r = r0; r < r0 + rows; ++r) {
         float out[1][1] = {{g.y[c * g.ldy + r]}};
-        Q8_0KernelZmm::Tail<1, 1>(g.w + static_cast<uint64_t>(r) * g.w_row_bytes, g.w_row_bytes,
-                                  g.act + static_cast<uint64_t>(c) * g.act_row_bytes, g.act_row_bytes, k0, g.k, out);
+        TileKernel::template Tail<1, 1>(g.w + static_cast<uint64_t>(r) * g.w_row_bytes, g.w_row_bytes,
+                                        g.act + static_cast<uint64_t>(c) * g.act_row_bytes, g.act_row_bytes, k0,
+                                        g.k, out);
         g.y[c * g.ldy + r] = out[0][0];
       }
     }
   }
 };
+
+using Q8_0Panel = Int8BlockPanel<Q8_0Values>;
 
 template <class P, int Q, int C>
 inline void PanelColumnTail(const typename P::Block* panel, int64_t nb, const uint8_t* a, uint64_t as, float* y,

@@ -1,7 +1,9 @@
 #pragma once
 // 512-bit kernels for the AVX-512 level: Q4_K, Q5_K, Q6_K and Q8_0, the types
-// of the Q4_K_M and Q8_0 models, whose products are compute-bound once a
-// weight block is reused for several columns.
+// of the Q4_K_M and Q8_0 models, and the 32-element types that decode to
+// int8 values (Q4_0, Q5_0, IQ4_NL, MXFP4: Q5_0 is the down projections of
+// GLM-4.5's Q4_K_M files, MXFP4 gpt-oss's experts), whose products are
+// compute-bound once a weight block is reused for several columns.
 //
 // Same arithmetic as the 256-bit kernels (x86_kquant_kernels.h,
 // x86_legacy_kernels.h), with 64 elements per vector: the integer sums are
@@ -232,34 +234,107 @@ struct Q6KKernelZmm {
   }
 };
 
-// Two consecutive halves (blocks at p and p + 34) as a float vector: lanes
-// 0-7 the first, 8-15 the second.
-inline __m512 HalfPair(const uint8_t* p) {
-  const __m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(LoadU16(p)), LoadU16(p + 34), 1);
+// The F16 scales at p0 and p1 as a float vector: lanes 0-7 the first, 8-15 the second.
+inline __m512 HalfPairAt(const uint8_t* p0, const uint8_t* p1) {
+  const __m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(LoadU16(p0)), LoadU16(p1), 1);
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
                                _mm512_zextps128_ps512(_mm_cvtph_ps(h)));
 }
-// The 32 quants of the blocks at p and p + 34.
-inline __m512i QuantPair(const uint8_t* p) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(LoadU256(p + 2)), LoadU256(p + 36), 1);
+
+// Two consecutive halves (blocks at p and p + 34) as a float vector: lanes
+// 0-7 the first, 8-15 the second.
+inline __m512 HalfPair(const uint8_t* p) { return HalfPairAt(p, p + 34); }
+// The 32 quants of the Q8_0 blocks at p0 and p1, of those at p and p + 34.
+inline __m512i QuantPairAt(const uint8_t* p0, const uint8_t* p1) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(LoadU256(p0 + 2)), LoadU256(p1 + 2), 1);
+}
+inline __m512i QuantPair(const uint8_t* p) { return QuantPairAt(p, p + 34); }
+
+// Weight blocks of 32 elements whose values are small signed integers times
+// one float scale per block: Q8_0 as stored, and Q4_0, Q5_0, IQ4_NL and
+// MXFP4 from their 4-bit codes (the NibbleKernel formats). They share the
+// 512-bit kernel below and the panels of x86_panel_kernels.h. A V gives, for
+// two blocks at x0 and x1 (consecutive blocks of a row in the kernel, one
+// block of two rows in a panel), their 64 values + 128 as unsigned bytes
+// (UnsignedPair: vpdpbusd's unsigned operand), the same as signed bytes
+// (SignedPair) and their scales, lanes 0-7 and 8-15 (ScalePair).
+struct Q8_0Values {
+  static constexpr int kBytes = 34;
+  static constexpr bool kHalfScale = true;
+  using Kernel256 = Q8_0Kernel;  // a row's odd last block
+  static __m512i SignedPair(const uint8_t* x0, const uint8_t* x1) { return QuantPairAt(x0, x1); }
+  static __m512i UnsignedPair(const uint8_t* x0, const uint8_t* x1) {
+    return _mm512_xor_si512(SignedPair(x0, x1), Set1I8x64(0x80));
+  }
+  static float Scale(const uint8_t* x) { return LoadHalf(x); }
+};
+
+// 16 code bytes per block (low nibble: element j, high: j + 16), decoded two
+// blocks per vector: 128-bit lanes A, A >> 4, B, B >> 4 masked to nibbles
+// (a permute and a masked shift), Q5_0's fifth bits added under a byte mask
+// made of the two 32-bit qh words, then the table (values + 128) or the
+// code's offset moved to 128.
+template <class F>
+struct NibbleValues {
+  static constexpr int kBytes = F::kBytes;
+  static constexpr bool kHalfScale = F::kHalfScale;
+  using Kernel256 = NibbleKernel<F>;
+  static __m512i UnsignedPair(const uint8_t* x0, const uint8_t* x1) {
+    const __m512i ab = _mm512_zextsi256_si512(_mm256_set_m128i(LoadU128(x1 + F::kQs), LoadU128(x0 + F::kQs)));
+    const __m512i aabb = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), ab);
+    __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(aabb, 0xFF00FF00u, aabb, 4), Set1I8x64(0x0F));
+    if constexpr (F::kQh >= 0) {
+      const __mmask64 fifth = _cvtu64_mask64(LoadU32(x0 + F::kQh) | (uint64_t{LoadU32(x1 + F::kQh)} << 32));
+      codes = _mm512_mask_add_epi8(codes, fifth, codes, Set1I8x64(0x10));
+    }
+    if constexpr (F::kLut != nullptr) {
+      return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(LoadU128(kUnsignedLut.v)), codes);
+    } else {
+      return _mm512_add_epi8(codes, Set1I8x64(128 - F::kOffset));
+    }
+  }
+  static __m512i SignedPair(const uint8_t* x0, const uint8_t* x1) {
+    return _mm512_xor_si512(UnsignedPair(x0, x1), Set1I8x64(0x80));
+  }
+  static float Scale(const uint8_t* x) { return F::Scale(x); }
+
+ private:
+  // The table's values + 128 (F::kLut holds value + F::kOffset).
+  static constexpr Lut16 MakeUnsignedLut() {
+    Lut16 t{};
+    if constexpr (F::kLut != nullptr)
+      for (int i = 0; i < 16; ++i) t.v[i] = static_cast<int8_t>(F::kLut->v[i] - F::kOffset + 128);
+    return t;
+  }
+  static constexpr Lut16 kUnsignedLut = MakeUnsignedLut();
+};
+// The scales of the blocks at x0 and x1: lanes 0-7 and 8-15.
+template <class V>
+inline __m512 ScalePair(const uint8_t* x0, const uint8_t* x1) {
+  if constexpr (V::kHalfScale) {
+    return HalfPairAt(x0, x1);
+  } else {
+    return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(V::Scale(x0)), _mm512_set1_ps(V::Scale(x1)));
+  }
 }
 
-// Q8_0, two blocks (64 elements) per vector. The signed weights enter as
-// unsigned w + 128 (vpdpbusd is u8 x s8), and 128 * sum(a) is subtracted;
-// both scales come as per-half vectors, so a block pair costs one multiply
-// of scale vectors. A row of an odd number of blocks ends with the 256-bit
-// kernel.
+// Such blocks (V: Q8_0Values, NibbleValues<F>), two (64 elements) per
+// vector. The signed weights enter as unsigned w + 128 (vpdpbusd is u8 x
+// s8), and 128 * sum(a) is subtracted; both scales come as per-half
+// vectors, so a block pair costs one multiply of scale vectors. A row of an
+// odd number of blocks ends with the 256-bit kernel.
 //
-// Summed in the order of the Q8_0 panels (x86_panel_kernels.h, from 8
-// columns on), so that a column's bits do not depend on the product's column
-// count: per block, lanes L and L + 4 (elements 4L .. 4L + 3 and 16 + 4L ..)
-// are added (integers, exact) into the panel's 4 lanes, converted and
+// Summed in the order of the panels (x86_panel_kernels.h, from 8 columns
+// on), so that a column's bits do not depend on the product's column count:
+// per block, lanes L and L + 4 (elements 4L .. 4L + 3 and 16 + 4L ..) are
+// added (integers, exact) into the panel's 4 lanes, converted and
 // accumulated in lanes 0-3 (even blocks) and 8-11 (odd blocks), the other
 // lanes kept at zero; the row walked in the panels' pieces of 2,048 elements.
-struct Q8_0KernelZmm {
+template <class V>
+struct Int8BlockKernelZmm {
   static __m512 AccZero() { return _mm512_setzero_ps(); }
   static constexpr int64_t kPieceBlocks = 32;  // pairs
-  static constexpr int kBlockElems = 64, kBlockBytes = 68, kActBlockBytes = 68;
+  static constexpr int kBlockElems = 64, kBlockBytes = 2 * V::kBytes, kActBlockBytes = 68;
   static constexpr bool kHasTail = true;
   static constexpr int kMatVecRows = 4, kTileRows = 4, kTileCols = 4;
 
@@ -274,8 +349,8 @@ struct Q8_0KernelZmm {
     }
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
-      const __m512i u = _mm512_xor_si512(QuantPair(x), Set1I8x64(0x80));  // w + 128
-      const __m512 wd = HalfPair(x);
+      const __m512i u = V::UnsignedPair(x, x + V::kBytes);  // w + 128
+      const __m512 wd = ScalePair<V>(x, x + V::kBytes);
       STRATA_UNROLL for (int c = 0; c < C; ++c) {
         const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, aq[c]), offset[c]);
         const __m512i folded = _mm512_add_epi32(dot, _mm512_shuffle_i32x4(dot, dot, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -292,13 +367,14 @@ struct Q8_0KernelZmm {
       STRATA_UNROLL for (int r = 0; r < R; ++r) {
         STRATA_UNROLL for (int c = 0; c < C; ++c) tail[r][c] = _mm256_setzero_ps();
       }
-      Q8_0Kernel::Block<R, C>(w + e / 32 * 34, ws, a + e / 32 * 34, as, tail);
+      V::Kernel256::template Block<R, C>(w + e / 32 * V::kBytes, ws, a + e / 32 * 34, as, tail);
       STRATA_UNROLL for (int r = 0; r < R; ++r) {
         STRATA_UNROLL for (int c = 0; c < C; ++c) out[r][c] += HorizontalSum(tail[r][c]);
       }
     }
   }
 };
+using Q8_0KernelZmm = Int8BlockKernelZmm<Q8_0Values>;
 
 }  // namespace
 }  // namespace strata::kernels::STRATA_KERNEL_NS
