@@ -485,8 +485,9 @@ TEST(ConformanceSame, SplitFixtureEqualsUnsplit) {
 
 TEST(ConformanceSame, BrokenQwen35FixturesEqualTheUnbrokenModel) {
   STRATA_REQUIRE_SHARED_FILE(testing::SharedFile("conformance/qwen35moe-q4_k_m.gguf"));
+  // Both paths in the Linux optimized build; the fast one in the subset builds.
   for (const char* broken : {"qwen35moe-q4_k_m-broken-no-nextn-key", "qwen35moe-q4_k_m-broken-shexp-gate-2d"})
-    for (bool reference : {true, false})
+    for (bool reference : testing::MatrixCases<bool>({true, false}, [](bool r) { return !r; }))
       ExpectSameLogits(testing::SharedFile(std::string("conformance/") + broken + ".gguf"),
                        testing::SharedFile("conformance/qwen35moe-q4_k_m.gguf"), reference);
 }

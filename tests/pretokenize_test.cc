@@ -7,6 +7,7 @@
 
 
 #include "runtime/tokenizer/unicode.h"
+#include "tests/testing/test_matrix.h"
 
 namespace strata::tokenizer {
 namespace {
@@ -110,11 +111,14 @@ TEST(Unicode, ClassesComeFromUtf8proc) {
 // recursion would overflow the stack. The pieces must cover the input exactly.
 TEST(PreTokenize, LongRunsOfOneClassNeitherRecurseNorGoQuadratic) {
   const std::vector<std::string> units = {"a", " ", "1", "!", "\n", "\u0301", "\u4E00", "a\u0301", " \t", "'s"};
-  const K kinds[] = {K::kDefault, K::kGpt2, K::kLlama3, K::kQwen2, K::kQwen35,
-                     K::kDeepseekLlm, K::kDeepseekCoder, K::kFalcon, K::kStarcoder};
+  const K kinds[] = {K::kDefault,     K::kGpt2,          K::kLlama3, K::kQwen2,   K::kQwen35,     K::kGpt4o,
+                     K::kDeepseekLlm, K::kDeepseekCoder, K::kKimiK2, K::kDeepseekV3, K::kFalcon, K::kStarcoder};
+  // 1 MiB of each; 256 KiB in the subset builds (tests/testing/test_matrix.h):
+  // still far past any recursion depth, and quadratic work would still show.
+  const size_t bytes = testing::kMatrixSubset ? (1u << 18) : (1u << 20);
   for (const auto& u : units) {
     std::string text;
-    while (text.size() < (1u << 20)) text += u;
+    while (text.size() < bytes) text += u;
     for (K kind : kinds) {
       V words;
       PreTokenize(kind, text, &words);

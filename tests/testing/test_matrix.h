@@ -1,33 +1,36 @@
-// Where a parameterized test's full matrix runs. The optimized build runs
-// every case; the sanitizer build (STRATA_SANITIZED_TESTS, set by
-// tests/CMakeLists.txt when STRATA_SANITIZE is on) runs the cases its
-// caller marks, chosen so that every code path the matrix reaches is still
-// run once under ASan and UBSan: each architecture, each kind of kernel,
-// each cache and attention shape. The cases it leaves out differ from those
-// it keeps only in numbers (another weight type of a kernel family the kept
+// Where a parameterized test's full matrix runs. The Linux optimized build
+// runs every case; the other builds of the suite (STRATA_MATRIX_SUBSET, set
+// by tests/CMakeLists.txt for the sanitizer build and the Windows build) run
+// the cases its caller marks, chosen so that every code path the matrix
+// reaches is still run once there: under ASan and UBSan, and compiled by
+// MinGW and run under Wine: each architecture, each kind of kernel, each
+// cache and attention shape. The cases it leaves out differ from those it
+// keeps only in numbers (another weight type of a kernel family the kept
 // cases and the kernel tests already cover), and that is what the optimized
-// build checks. It keeps a cold CI run's sanitizer stage in its budget.
+// build checks. It keeps a cold CI run's sanitizer and Windows stages in
+// their budget.
 #pragma once
 
 #include <utility>
 #include <vector>
 
-#ifndef STRATA_SANITIZED_TESTS
-#define STRATA_SANITIZED_TESTS 0
+#ifndef STRATA_MATRIX_SUBSET
+#define STRATA_MATRIX_SUBSET 0
 #endif
 
 namespace strata::testing {
 
-inline constexpr bool kSanitizedTests = STRATA_SANITIZED_TESTS != 0;
+// True in the builds that run each matrix's subset.
+inline constexpr bool kMatrixSubset = STRATA_MATRIX_SUBSET != 0;
 
-// All of `cases` in the optimized build; those `in_sanitized_subset` keeps in
-// the sanitizer build.
+// All of `cases` in the Linux optimized build; those `in_subset` keeps in
+// the sanitizer and Windows builds.
 template <class T, class Keep>
-std::vector<T> MatrixCases(std::vector<T> cases, Keep in_sanitized_subset) {
-  if (!kSanitizedTests) return cases;
+std::vector<T> MatrixCases(std::vector<T> cases, Keep in_subset) {
+  if (!kMatrixSubset) return cases;
   std::vector<T> kept;
-  for (T& c : cases)
-    if (in_sanitized_subset(c)) kept.push_back(std::move(c));
+  for (auto&& c : cases)  // (auto&&: vector<bool>'s proxies too)
+    if (in_subset(c)) kept.push_back(std::move(c));
   return kept;
 }
 
