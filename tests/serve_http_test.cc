@@ -546,12 +546,15 @@ TEST_F(ServeHttpTest, SigtermFinishesRunningRequestsRefusesNewOnesAndExitsZero) 
   ASSERT_TRUE(server_.WaitForLog("strata serve: stopping"));
   // A request after SIGTERM is never served: a 503 when its connection was
   // accepted before the listener closed (the close is posted to the I/O
-  // thread), else a refused connection, or one closed unanswered as idle.
+  // thread), else a refused connection, or one closed unanswered as idle:
+  // the client then fails reading the answer, or still writing the request
+  // (Windows resets a socket closed with unread bytes: seen under Wine).
   auto late = Post("/v1/completions", R"({"prompt":"late","max_tokens":1})");
   if (late) {
     EXPECT_EQ(late->status, 503) << late->body;
   } else {
-    EXPECT_TRUE(late.error() == httplib::Error::Connection || late.error() == httplib::Error::Read)
+    EXPECT_TRUE(late.error() == httplib::Error::Connection || late.error() == httplib::Error::Read ||
+                late.error() == httplib::Error::Write)
         << httplib::to_string(late.error());
   }
   running.join();
