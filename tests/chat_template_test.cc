@@ -203,5 +203,21 @@ TEST(Jinja, RenderingIsBounded) {
   EXPECT_EQ(*out, "[|||abab]");
 }
 
+// An attribute of digits only is an index, as in Jinja2's attribute
+// getters; one too large for int64 indexes nothing (a fuzz finding: it
+// threw std::out_of_range out of the renderer and ended the process).
+// Expected strings from Python's Jinja2 3.1.
+TEST(Jinja, DigitAttributesAreIndexesAndHugeOnesIndexNothing) {
+  EXPECT_EQ(Render("{{ [[1,2],[3,4]]|map(attribute='1')|list }}|"
+                   "{{ range(6)|selectattr('22222222222222222222222222222role', 'eq', 'user')|list }}|"
+                   "{{ range(3)|selectattr('99999999999999999999999999')|list }}|{{ [[5,6]]|map(attribute='0')|list }}"),
+            "[2, 4]|[]|[]|[5]");
+  // The fuzzer's input as it was found (its test name is unknown: an error, not a crash).
+  EXPECT_NE(Render("{{range(3)}}\"ooplast\" a{{range(6)|selectattr('2222222222222222222222222222222role', 'e\no', "
+                   "'user') }}\"}f t")
+                .find("ERROR"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata

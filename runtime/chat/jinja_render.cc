@@ -1,6 +1,7 @@
 #include "runtime/chat/jinja_render.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -462,10 +463,19 @@ class Renderer final : public FilterHost {
       }
       return Value();
     }
+    if (v.undefined() || v.none()) return Value();
+    // An attribute of digits only is an index (`x.0`, and a part of the
+    // attribute paths of selectattr, map, sort, ...), as Jinja2 reads it;
+    // one past int64 indexes nothing. (std::stoll threw there: a template's
+    // `selectattr('2222...')` ended the process.)
+    if (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      int64_t index = 0;
+      const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+      if (ec != std::errc() || end != name.data() + name.size()) return Value();
+      return Item(v, Value::Int(index), line);
+    }
     if (v.is_string()) return StringMethod(v, name, line);
     if (v.is_array()) return ListMethod(v, name);
-    if (v.is_array() || v.undefined() || v.none()) return Value();
-    if (std::isdigit(static_cast<unsigned char>(name[0]))) return Item(v, Value::Int(std::stoll(name)), line);
     return Value();
   }
 
