@@ -120,25 +120,6 @@ struct Iq4NlFormat {
   static float Scale(const uint8_t* x) { return LoadHalf(x); }
 };
 
-// The 32 codes of the block at x in element order: the unsigned value +
-// F::kOffset, or (kOffset 0) the signed value. `lut`: F's table broadcast
-// (BroadcastLut), or anything when F has none.
-template <class F>
-inline __m256i NibbleCodes(const uint8_t* x, __m256i lut) {
-  const __m128i q = LoadU128(x + F::kQs);
-  // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
-  __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
-  if constexpr (F::kLut != nullptr) codes = _mm256_shuffle_epi8(lut, codes);
-  if constexpr (F::kQh >= 0)
-    codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + F::kQh)), Set1I8(0x10)));
-  return codes;
-}
-template <class F>
-inline __m256i NibbleLut() {
-  if constexpr (F::kLut != nullptr) return BroadcastLut(*F::kLut);
-  return _mm256_setzero_si256();
-}
-
 template <class F>
 struct NibbleKernel {
   static constexpr int kBlockElems = 32, kBlockBytes = F::kBytes, kActBlockBytes = 34;
@@ -148,10 +129,16 @@ struct NibbleKernel {
   template <int R, int C>
   static void Block(const uint8_t* w, uint64_t ws, const uint8_t* a, uint64_t as, __m256 (&acc)[R][C]) {
     const Q8_0Columns<C> cols(a, as, F::kOffset);
-    const __m256i lut = NibbleLut<F>();
+    __m256i lut = _mm256_setzero_si256();
+    if constexpr (F::kLut != nullptr) lut = BroadcastLut(*F::kLut);
     STRATA_UNROLL for (int r = 0; r < R; ++r) {
       const uint8_t* x = w + r * ws;
-      const __m256i codes = NibbleCodes<F>(x, lut);
+      const __m128i q = LoadU128(x + F::kQs);
+      // Low nibbles (elements 0-15) in the low half, high nibbles (16-31) in the high half.
+      __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), Set1I8(0x0F));
+      if constexpr (F::kLut != nullptr) codes = _mm256_shuffle_epi8(lut, codes);
+      if constexpr (F::kQh >= 0)
+        codes = _mm256_or_si256(codes, _mm256_and_si256(BitsToByteMask(LoadU32(x + F::kQh)), Set1I8(0x10)));
       if constexpr (F::kOffset != 0) {
         AccumulateUnsigned<C>(codes, F::Scale(x), cols, acc[r]);
       } else {
