@@ -33,7 +33,7 @@ DecodeCopyPlan PlanDecodeCopies(const std::vector<PlannedTensor>& plan, const HP
     if (!IsMultipliedOnCpu(p.role, rank, hp.tied_output)) continue;
     const KernelSupport support = CpuKernelSupport(p.type, kBaselineServingIsa);
     const bool convertible = HasDequantizer(p.type) && p.type != GgmlType::kQ8_0 && p.shape[0] % 32 == 0 &&
-                             (p.transform == TensorTransform::kCopy || p.transform == TensorTransform::kRowGather);
+                             (p.transform == TensorTransform::kCopy || IsGathered(p.transform));
     bool copy = false;
     if (support == KernelSupport::kNone) {
       if (want && convertible) copy = true;

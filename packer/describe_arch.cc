@@ -29,6 +29,8 @@ const char* LayersText(LayerSet s) {
     case LayerSet::kAttentionAndNextn: return "attention layers and MTP layers";
     case LayerSet::kDenseLead: return "leading dense layers";
     case LayerSet::kMoeWithNextn: return "MoE layers and MTP layers";
+    case LayerSet::kLowRankQ: return "every layer, when `attention.q_lora_rank` > 0";
+    case LayerSet::kFullRankQ: return "every layer, when `attention.q_lora_rank` is 0";
   }
   return "?";
 }
@@ -87,6 +89,24 @@ std::string DescribeArchitecturesMarkdown() {
       "packer splits into the spec's `attn_qkv`, `attn_gate`, `ssm_beta` and `ssm_alpha` by whole rows (any\n"
       "weight type; `ArchSpec::row_splits`). Newer converters write `attn_qkv` and `attn_gate` instead of `ssm_in`;\n"
       "both forms pack to the same bytes.\n"
+      "\n`deepseek2` (DeepSeek-V2, V2-Lite, V3, R1, Moonlight, Kimi K2) adds one mixer and one router variant, each\n"
+      "on every backend. The mixer is multi-head latent attention in its absorbed form (llama.cpp's `is_mla`): the\n"
+      "query comes from `attn_q` or, where `attention.q_lora_rank` > 0, `attn_q_a` -> `attn_q_a_norm` -> `attn_q_b`,\n"
+      "each head split into a nope part and a RoPE part (`attention.key_length_mla` wide in all); `attn_kv_a_mqa`\n"
+      "gives each token a latent (`attention.kv_lora_rank`, normed by `attn_kv_a_norm`) and one RoPE key part; the\n"
+      "KV cache holds those two, one row a position (`attention.key_length` = latent + RoPE part), and nothing\n"
+      "else: the values are the rows' first `attention.value_length` = latent values. Per head, `attn_k_b` takes\n"
+      "the query's nope part into the latent, so attention is multi-query over the cached rows; `attn_v_b` takes a\n"
+      "head's output back to `attention.value_length_mla` values, then `attn_output`. The scale is llama.cpp's\n"
+      "mscale^2 / sqrt(key_length_mla), with YaRN's `rope.scaling.yarn_log_multiplier`. The router variant is\n"
+      "expert groups (`expert_group_count`, `expert_group_used_count`): a token's experts come from the groups\n"
+      "whose two best selection scores sum highest. The rest was there: the sigmoid router with its selection\n"
+      "bias, leading dense layers, a shared expert without a gate. GGUFs converted before llama.cpp split the KV\n"
+      "up-projection carry one `attn_kv_b` a layer and no `attention.key_length_mla` (their `key_length` and\n"
+      "`value_length` are the heads' widths, `head_count_kv` the query heads): the packer writes the latent form\n"
+      "of them (`ArchSpec::fused_kv_b`): `attn_k_b` from each head's key rows, dequantized and transposed to F32,\n"
+      "`attn_v_b` from its value rows as they are, and the keys of the latent form. llama.cpp runs that older form\n"
+      "without absorption (a full per-head cache); both match its logits (docs/conformance.md).\n"
       "\n## RoPE scaling (every architecture)\n\n"
       "Read as llama.cpp reads it: `rope.scaling.type` (`none`, `linear` or `yarn`; absent: linear, which without a\n"
       "factor is no scaling), `rope.scaling.factor` or the older `rope.scale_linear` (positions are divided by it;\n"
@@ -95,7 +115,7 @@ std::string DescribeArchitecturesMarkdown() {
       "defaults (ext_factor 1, beta_fast 32, beta_slow 1) and its magnitude correction 0.1 ln(factor) + 1. Any other\n"
       "type (LongRoPE) is refused with the key and the types Strata runs.\n";
   for (Arch a : {Arch::kLlama, Arch::kQwen3, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss,
-                 Arch::kQwen3Next}) {
+                 Arch::kQwen3Next, Arch::kDeepseek2}) {
     const ArchSpec& s = GetArchSpec(a);
     bool dense_lead = false, swa = false, sinks = false;
     for (const HParamSpec& h : s.hparams) {

@@ -27,6 +27,7 @@ struct UnsupportedKey {
 constexpr UnsupportedKey kUnsupportedKeys[] = {
     {"expert_gating_func", "1", "an expert gating function other than softmax (1)"},
     {"attention.sliding_window", "0", "sliding-window attention"},
+    {"attention.temperature_scale", "0", "attention temperature tuning (llama.cpp's f_attn_temp_scale)"},
 };
 
 std::string Describe(const Value& v) { return v.Describe(); }
@@ -382,6 +383,25 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
                              " that Strata reads");
   }
   STRATA_RETURN_IF_ERROR(imp.Import(spec, &hp));
+  // deepseek2's older form (ArchSpec::fused_kv_b): no key_length_mla, the
+  // per-head key and value widths in key_length and value_length, every
+  // query head its own KV head; the packer makes the latent form of it.
+  if (spec.fused_kv_b && !model.Find(imp.Key("attention.key_length_mla")) &&
+      !imp.OverrideFor(imp.Key("attention.key_length_mla")) && model.FindTensor(TensorName(spec.fused_kv_b, 0))) {
+    const HParams old = hp;
+    hp.head_dim_k_mla = old.head_dim_k;
+    hp.head_dim_v_mla = old.head_dim_v;
+    hp.head_dim_k = old.kv_lora_rank + old.n_rot;
+    hp.head_dim_v = old.kv_lora_rank;
+    hp.n_head_kv = 1;
+    log->AddFix("latent-form", imp.Key("attention.key_length_mla"),
+                StrFormat("absent; key_length %u, value_length %u, head_count_kv %u", old.head_dim_k, old.head_dim_v,
+                          old.n_head_kv),
+                StrFormat("key_length_mla %u, value_length_mla %u; key_length %u, value_length %u, head_count_kv 1",
+                          hp.head_dim_k_mla, hp.head_dim_v_mla, hp.head_dim_k, hp.head_dim_v),
+                "a GGUF of the older form (one attn_kv_b a layer): llama.cpp reads the same widths from "
+                "key_length and value_length; Strata runs the latent form, whose cache holds the latent");
+  }
   imp.CheckUnsupportedKeys(spec);
   imp.ReadRopeScaling(&hp);
   hp.rope_type = spec.rope_type;

@@ -32,7 +32,7 @@ namespace {
 Result<BlobInfo> WriteTensor(PackWriter& w, const gguf::GgufModel& model, const PlannedTensor& p) {
   std::span<const uint8_t> src = model.TensorData(*p.source);
   if (p.transform == TensorTransform::kCopy) return w.AddBlob(src);
-  if (p.transform == TensorTransform::kRowGather) return w.AddBlob(GatherRows(model, p));
+  if (IsGathered(p.transform)) return w.AddBlob(GatherRows(model, p));
   // kWidenToF32: F16/BF16 -> F32, in chunks.
   STRATA_RETURN_IF_ERROR(w.BeginBlob());
   constexpr size_t kChunk = 1 << 16;
@@ -92,6 +92,13 @@ flatbuffers::Offset<fb::HyperParams> BuildHParams(flatbuffers::FlatBufferBuilder
   hb.add_n_expert_shared(h.n_expert_shared);
   hb.add_n_swa(h.n_swa);
   hb.add_swa_pattern(h.swa_pattern);
+  hb.add_q_lora_rank(h.q_lora_rank);
+  hb.add_kv_lora_rank(h.kv_lora_rank);
+  hb.add_head_dim_k_mla(h.head_dim_k_mla);
+  hb.add_head_dim_v_mla(h.head_dim_v_mla);
+  hb.add_n_expert_groups(h.n_expert_groups);
+  hb.add_n_expert_groups_used(h.n_expert_groups_used);
+  hb.add_rope_yarn_log_mul(h.rope_yarn_log_mul);
   hb.add_swiglu_alpha(h.swiglu_alpha);
   hb.add_ssm_grouped_heads(h.ssm_grouped_heads);
   hb.add_swiglu_limit(h.swiglu_limit);
@@ -283,9 +290,9 @@ Result<WrittenTables> WriteTensors(PackWriter& w, flatbuffers::FlatBufferBuilder
     const uint64_t copy_row_bytes = static_cast<uint64_t>(cols) / 32 * 34;
     // The tensor's own bytes: the source's, or its rows gathered from a fused tensor.
     std::vector<uint8_t> gathered;
-    if (p.transform == TensorTransform::kRowGather) gathered = GatherRows(model, p);
+    if (IsGathered(p.transform)) gathered = GatherRows(model, p);
     const std::span<const uint8_t> src =
-        p.transform == TensorTransform::kRowGather ? std::span<const uint8_t>(gathered) : model.TensorData(*p.source);
+        IsGathered(p.transform) ? std::span<const uint8_t>(gathered) : model.TensorData(*p.source);
     STRATA_ASSIGN_OR_RETURN(BlobInfo ci, WriteDecodeCopy(w, p.type, src, p.row_bytes, cols, *pool));
     blobs.push_back(fb::CreateBlob(b, ci.offset, ci.size, ci.xxh3));
     add_tensor(copy_name, p, GgmlType::kQ8_0, copy_row_bytes, p.expert_count ? copy_row_bytes * p.shape[1] : 0, -1,

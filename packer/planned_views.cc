@@ -31,7 +31,7 @@ std::unique_ptr<PlannedViews> ViewPlannedTensors(const gguf::GgufModel& model, c
         w[i] = p.source->type == GgmlType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
       }
       v.data = {reinterpret_cast<const uint8_t*>(w.data()), w.size() * sizeof(float)};
-    } else if (p.transform == TensorTransform::kRowGather) {
+    } else if (IsGathered(p.transform)) {
       const std::vector<uint8_t>& g = out->gathered.emplace_back(GatherRows(model, p));
       v.data = {g.data(), g.size()};
     } else {

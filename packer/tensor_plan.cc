@@ -3,9 +3,11 @@
 #include <cinttypes>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "runtime/base/strings.h"
+#include "runtime/quant/dequantize.h"
 
 namespace strata {
 namespace {
@@ -75,6 +77,53 @@ std::map<std::string, SplitSource> FindSplitSources(const gguf::GgufModel& model
   return out;
 }
 
+// attn_k_b or attn_v_b of one layer out of the older form's attn_kv_b
+// (ArchSpec::fused_kv_b): per head h, rows h * (nope + v) ... are the key's
+// nope rows, then the value rows.
+std::optional<PlannedTensor> PlanKvBPart(const gguf::TensorInfo& f, const ExpectedTensor& e, const HParams& hp,
+                                         FixLog* log) {
+  const uint64_t L = hp.kv_lora_rank, nope = hp.MlaNope(), v = hp.head_dim_v_mla, H = hp.n_head;
+  const std::string name(f.name);
+  const auto ne = [&f](uint32_t d) { return static_cast<uint64_t>(f.ne[d]); };
+  if (f.n_dims != 2 || ne(0) != L || ne(1) != H * (nope + v)) {
+    log->Refuse(name, StrFormat("shape: expected [%" PRIu64 " (kv_lora_rank), %" PRIu64
+                                " (n_head*(key_length_mla-n_rot+value_length_mla))], found ", L, H * (nope + v)) +
+                          f.ShapeString());
+    return std::nullopt;
+  }
+  if (!TypeAllowed(TypeRule::kAnyWeight, f.type) || !HasDequantizer(f.type)) {
+    log->Refuse(name, "type: expected " + std::string(TypeRuleText(TypeRule::kAnyWeight)) + ", found " +
+                          std::string(TypeName(f.type)));
+    return std::nullopt;
+  }
+  PlannedTensor p;
+  p.name = e.name;
+  p.role = e.spec->role;
+  p.layer = e.layer;
+  p.source = &f;
+  p.shape = e.shape;
+  const bool key = e.spec->role == TensorRole::kAttnKB;
+  p.transform = key ? TensorTransform::kTransposeHeads : TensorTransform::kRowGather;
+  p.type = key ? GgmlType::kF32 : f.type;
+  Result<uint64_t> rb = RowBytes(p.type, p.shape[0]);
+  if (!rb.ok()) {
+    log->Refuse(e.name, "size: " + rb.status().message());
+    return std::nullopt;
+  }
+  p.row_bytes = *rb;
+  p.bytes = p.row_bytes * p.shape[1] * p.shape[2];
+  p.expert_count = static_cast<uint32_t>(p.shape[2]);
+  p.expert_stride = p.row_bytes * p.shape[1];
+  const uint64_t per_head = key ? nope : v, first = key ? 0 : nope;
+  for (uint64_t h = 0; h < H; ++h)
+    for (uint64_t i = 0; i < per_head; ++i) p.rows.push_back(h * (nope + v) + first + i);
+  log->AddFix(key ? "transpose-heads" : "split-tensor", name, f.ShapeString(), e.name + " " + ShapeString(p.shape),
+              key ? "the older form's KV up-projection: each head's key rows, transposed into the latent form's "
+                    "attn_k_b as F32 (exact values; llama.cpp's converter makes the same split)"
+                  : "the older form's KV up-projection: each head's value rows, as they are");
+  return p;
+}
+
 }  // namespace
 
 const char* GetTensorPattern(const ArchSpec& spec, TensorRole role) {
@@ -85,6 +134,20 @@ const char* GetTensorPattern(const ArchSpec& spec, TensorRole role) {
 
 std::vector<uint8_t> GatherRows(const gguf::GgufModel& model, const PlannedTensor& p) {
   std::span<const uint8_t> src = model.TensorData(*p.source);
+  if (p.transform == TensorTransform::kTransposeHeads) {
+    const uint64_t cols = p.shape[0], rows = p.shape[1], heads = p.shape[2];
+    const auto src_cols = static_cast<int64_t>(p.source->ne[0]);
+    const uint64_t src_row_bytes = src.size() / static_cast<uint64_t>(p.source->ne[1]);
+    std::vector<float> row(static_cast<size_t>(src_cols)), out(cols * rows * heads);
+    for (uint64_t h = 0; h < heads; ++h)
+      for (uint64_t c = 0; c < cols; ++c) {
+        DequantizeRowUnchecked(p.source->type, src.data() + p.rows[h * cols + c] * src_row_bytes, row.data(), src_cols);
+        for (uint64_t r = 0; r < rows; ++r) out[(h * rows + r) * cols + c] = row[r];
+      }
+    std::vector<uint8_t> bytes(out.size() * sizeof(float));
+    std::memcpy(bytes.data(), out.data(), bytes.size());
+    return bytes;
+  }
   std::vector<uint8_t> out(p.rows.size() * p.row_bytes);
   for (size_t i = 0; i < p.rows.size(); ++i)
     std::memcpy(out.data() + i * p.row_bytes, src.data() + p.rows[i] * p.row_bytes, p.row_bytes);
@@ -107,6 +170,14 @@ std::vector<PlannedTensor> PlanTensors(const gguf::GgufModel& model, Arch arch, 
   for (const ExpectedTensor& e : ExpectedTensors(spec, *hp)) {
     expected_names.insert(e.name);
     const gguf::TensorInfo* t = model.FindTensor(e.name);
+    if (!t && spec.fused_kv_b && (e.spec->role == TensorRole::kAttnKB || e.spec->role == TensorRole::kAttnVB)) {
+      const std::string kv_b = TensorName(spec.fused_kv_b, e.layer);
+      if (const gguf::TensorInfo* f = model.FindTensor(kv_b)) {
+        expected_names.insert(kv_b);
+        if (auto p = PlanKvBPart(*f, e, *hp, log)) plan.push_back(std::move(*p));
+        continue;
+      }
+    }
     if (auto it = split_sources.find(e.name); !t && it != split_sources.end()) {
       // Rows of a fused tensor, checked by FindSplitSources.
       const SplitSource& src = it->second;

@@ -20,7 +20,15 @@ enum class TensorTransform : uint8_t {
   kCopy,        // bytes copied as they are
   kWidenToF32,  // F16 or BF16 converted to F32 (exact)
   kRowGather,   // rows of a fused source tensor (ArchSpec::row_splits), in PlannedTensor::rows' order
+  // F32 per-head transposes of source rows (ArchSpec::fused_kv_b's attn_k_b):
+  // head h's shape[1] x shape[0] block is the transpose of source rows
+  // rows[h * shape[0] ...], dequantized.
+  kTransposeHeads,
 };
+// Whether the tensor's bytes are made from its source's (GatherRows), not read as they are.
+inline bool IsGathered(TensorTransform t) {
+  return t == TensorTransform::kRowGather || t == TensorTransform::kTransposeHeads;
+}
 
 struct PlannedTensor {
   std::string name;
@@ -40,7 +48,8 @@ struct PlannedTensor {
 // The pattern of the spec tensor with this role ("?" if none).
 const char* GetTensorPattern(const ArchSpec& spec, TensorRole role);
 
-// The bytes of a kRowGather tensor: its rows copied out of the source.
+// The bytes of a kRowGather tensor (its rows copied out of the source) or of
+// a kTransposeHeads one.
 std::vector<uint8_t> GatherRows(const gguf::GgufModel& model, const PlannedTensor& p);
 
 // Sets hp->tied_output. Problems go to `log`.

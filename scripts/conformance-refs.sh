@@ -36,6 +36,11 @@ FIXTURES=(
   "qwen3next-f32|--arch qwen3next --type F32 --seed 71 --split-qkvz"
   "qwen3next-q8_0|--arch qwen3next --type Q8_0 --seed 72"
   "qwen3next-q4_k_m-yarn|--arch qwen3next --mix q4_k_m --seed 73 --rope-scaling yarn:4:64"
+  "deepseek2-f32|--arch deepseek2 --type F32 --seed 81"
+  "deepseek2-q8_0|--arch deepseek2 --type Q8_0 --seed 82"
+  "deepseek2-lite-q4_k_m-yarn|--arch deepseek2 --lite --mix q4_k_m --seed 83 --rope-scaling yarn:4:64"
+  "deepseek2-legacy-f32|--arch deepseek2 --legacy-kv-b --type F32 --seed 84"
+  "deepseek2-lite-legacy-q8_0|--arch deepseek2 --lite --legacy-kv-b --type Q8_0 --seed 85"
 )
 WANT=("$@")
 tmp=$(mktemp -d)

@@ -200,6 +200,8 @@ const std::map<std::string, float> kFastTolerance = {
     {"qwen3-f32-yarn", 1e-3f}, {"qwen3moe-q8_0-linear", 0.05f},
     {"gpt-oss-f32", 1e-3f},    {"gpt-oss-mxfp4_moe", 0.05f},
     {"qwen3next-f32", 1e-3f},  {"qwen3next-q8_0", 0.05f},  {"qwen3next-q4_k_m-yarn", 0.05f},
+    {"deepseek2-f32", 1e-3f},  {"deepseek2-q8_0", 0.05f},  {"deepseek2-lite-q4_k_m-yarn", 0.05f},
+    {"deepseek2-legacy-f32", 1e-3f}, {"deepseek2-lite-legacy-q8_0", 0.05f},
 };
 
 TEST_P(Conformance, ReferencePathMatchesF32MathAndItsGreedyChain) {
@@ -370,6 +372,11 @@ const std::map<std::string, KvBounds> kKvTolerance = {
     {"qwen3next-f32", {1e-4f, 1.5e-3f, 1e-4f, 1.5e-3f}},
     {"qwen3next-q8_0", {1e-4f, 1.5e-3f, 0.01f, 0.015f}},
     {"qwen3next-q4_k_m-yarn", {1e-4f, 1.5e-3f, 0.05f, 0.05f}},
+    {"deepseek2-f32", {3e-4f, 6e-3f, 3e-4f, 6e-3f}},
+    {"deepseek2-q8_0", {3e-4f, 6e-3f, 0.03f, 0.03f}},
+    {"deepseek2-lite-q4_k_m-yarn", {3e-4f, 6e-3f, 0.05f, 0.05f}},
+    {"deepseek2-legacy-f32", {3e-4f, 6e-3f, 3e-4f, 6e-3f}},
+    {"deepseek2-lite-legacy-q8_0", {3e-4f, 6e-3f, 0.03f, 0.03f}},
 };
 
 float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -398,12 +405,17 @@ TEST_P(Conformance, KvCacheTypesStayCloseToF32) {
         EXPECT_THAT(r.err, HasSubstr("expected multiples of 32")) << r.err;
         continue;
       }
-      const Run typed = RunPackOn(f, forced, 1, backend, kv);
+      Run typed = RunPackOn(f, forced, 1, backend, kv);
       ASSERT_EQ(typed.logits.size(), f32.logits.size());
-      const float worst = MaxAbsDiff(typed.logits, f32.logits);
+      // The teacher-forced rows only: the row after them is fed the token
+      // each run sampled, which a near-tied last row may choose differently.
+      ASSERT_GE(typed.logits.size(), forced.size() * kVocab);
+      typed.logits.resize(forced.size() * kVocab);
+      const std::vector<float> f32_rows(f32.logits.begin(), f32.logits.begin() + typed.logits.size());
+      const float worst = MaxAbsDiff(typed.logits, f32_rows);
       EXPECT_LT(worst, tol);
       EXPECT_GT(worst, 0.0f) << "the cache type changed nothing";
-      for (size_t row = 0; row < f32.logits.size() / kVocab; ++row) {
+      for (size_t row = 0; row < forced.size(); ++row) {
         if (Margin(&f32.logits[row * kVocab]) <= tol) continue;
         EXPECT_EQ(Argmax(&typed.logits[row * kVocab]), Argmax(&f32.logits[row * kVocab])) << "row " << row;
       }
@@ -437,11 +449,12 @@ std::vector<std::string> ConformanceFixtures() {
        "qwen3moe-q2_0", "qwen3moe-mxfp4_moe", "qwen3moe-q4_k_m-split", "stories260k-f32", "stories260k-q8_0",
        "qwen35moe-q8_0", "qwen35moe-q4_k_m", "glm4moe-f32", "glm4moe-q8_0", "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn",
        "qwen3moe-q8_0-linear", "gpt-oss-f32", "gpt-oss-mxfp4_moe", "qwen3next-f32", "qwen3next-q8_0",
-       "qwen3next-q4_k_m-yarn"},
+       "qwen3next-q4_k_m-yarn", "deepseek2-f32", "deepseek2-q8_0", "deepseek2-lite-q4_k_m-yarn",
+       "deepseek2-legacy-f32", "deepseek2-lite-legacy-q8_0"},
       [](const std::string& name) {
         for (const char* kept : {"qwen3moe-q4_k_m", "qwen3moe-iq3_s", "qwen3moe-q2_0", "qwen3moe-q4_k_m-split",
                                  "stories260k-q8_0", "qwen35moe-q4_k_m", "glm4moe-q4_k_m-yarn", "qwen3-f32-yarn",
-                                 "gpt-oss-mxfp4_moe", "qwen3next-q4_k_m-yarn"})
+                                 "gpt-oss-mxfp4_moe", "qwen3next-q4_k_m-yarn", "deepseek2-q8_0"})
           if (name == kept) return true;
         return false;
       });

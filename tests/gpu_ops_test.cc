@@ -272,6 +272,7 @@ struct ArchCase {
   int32_t kv_heads;  // 0: the preset's
   int gating = 0;    // ExpertGating; 0: the preset's
   bool yarn = false; // YaRN RoPE scaling (factor 4, original context 64)
+  bool lite = false; // deepseek2: DeepSeek-V2-Lite's form (one attn_q, softmax router, no groups)
 };
 
 class GpuOpsArchTest : public ::testing::TestWithParam<ArchCase> {};
@@ -280,8 +281,9 @@ TEST_P(GpuOpsArchTest, EveryOpMatchesTheCpuBackend) {
   const ArchCase c = GetParam();
   Backends b = Make(c.arch, c.type, std::string(ArchName(c.arch)) + "-" + std::string(TypeName(c.type)) + "-kv" +
                                         std::to_string(c.kv_heads) + "-g" + std::to_string(c.gating) +
-                                        (c.yarn ? "-yarn" : ""),
+                                        (c.yarn ? "-yarn" : "") + (c.lite ? "-lite" : ""),
                     [&](testing::SyntheticModelSpec& s) {
+                      if (c.lite) s.hp = testing::TinyDeepseek2LiteHParams();
                       if (c.kv_heads) s.hp.n_head_kv = static_cast<uint32_t>(c.kv_heads);
                       if (c.gating) s.hp.expert_gating = static_cast<ExpertGating>(c.gating);
                       if (c.yarn) {
@@ -363,7 +365,13 @@ std::vector<ArchCase> GpuOpsArchCases() {
        ArchCase{Arch::kGptOss, GgmlType::kMXFP4, 0}, ArchCase{Arch::kGptOss, GgmlType::kF32, 0},
        // qwen3next: qwen35moe's layers with NEOX RoPE and the value heads in
        // the grouped order (2 per key head here, so the order matters).
-       ArchCase{Arch::kQwen3Next, GgmlType::kQ8_0, 0}},
+       ArchCase{Arch::kQwen3Next, GgmlType::kQ8_0, 0},
+       // deepseek2: latent attention (the low-rank query, the cached latent
+       // read as keys and values, the per-head attn_k_b / attn_v_b), expert
+       // groups with the sigmoid router's bias, two shared experts; then
+       // V2-Lite's form (one attn_q, the softmax router) with YaRN.
+       ArchCase{Arch::kDeepseek2, GgmlType::kQ8_0, 0},
+       ArchCase{Arch::kDeepseek2, GgmlType::kQ4_K, 0, 0, true, true}},
       [](const ArchCase& c) {
         if (c.type == GgmlType::kF32) return false;
         if (c.arch == Arch::kQwen3Moe) return c.type == GgmlType::kQ8_0 || c.type == GgmlType::kF16;
@@ -371,6 +379,7 @@ std::vector<ArchCase> GpuOpsArchCases() {
         // qwen3next differs from qwen35moe (kept) in one index of the
         // delta-net kernel and RoPE's type: the optimized build runs it.
         if (c.arch == Arch::kQwen3Next) return false;
+        if (c.arch == Arch::kDeepseek2) return !c.lite;
         return true;
       });
 }
@@ -380,7 +389,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<ArchCase>& p) {
       std::string n = std::string(ArchName(p.param.arch)) + "_" + std::string(TypeName(p.param.type)) + "_kv" +
                       std::to_string(p.param.kv_heads) +
-                      (p.param.gating ? "_gating" + std::to_string(p.param.gating) : "") + (p.param.yarn ? "_yarn" : "");
+                      (p.param.gating ? "_gating" + std::to_string(p.param.gating) : "") + (p.param.yarn ? "_yarn" : "") +
+                      (p.param.lite ? "_lite" : "");
       for (char& c : n)
         if (c == '-') c = '_';  // gpt-oss
       return n;

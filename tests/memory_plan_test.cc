@@ -245,7 +245,7 @@ TEST(Workspaces, TheMoeBatchesRunWithinThePlannedScratch) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, Workspaces,
                          ::testing::Values(Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe,
-                                           Arch::kGptOss),
+                                           Arch::kGptOss, Arch::kDeepseek2),
                          [](const auto& p) {
                            std::string n(ArchName(p.param));
                            for (char& c : n)
@@ -508,6 +508,40 @@ TEST(LargePages, ThePlanCountsTheRoundingAndTheBackendUsesThePages) {
 // --kv-type: the plan's KV line is what the states of that type take (F16 half
 // of F32, Q8_0 34 bytes per 32 values), the states allocated from the plan
 // are of that type, run without allocating, and CopySequence carries their
+
+// Latent attention (deepseek2): the plan's KV line is one row of latent +
+// RoPE part per position and layer, no V cache (counted here from the
+// hyperparameters, not from SequenceState), for every KV type, and the states
+// allocated from it run a pass.
+TEST(KvTypes, TheLatentCacheHoldsOneRowOfLatentAndRopePartAPosition) {
+  PlanFixture f = PlanFor(Arch::kDeepseek2, "kv_latent");
+  const HParams& hp = f.m.model->hp();
+  ASSERT_TRUE(hp.IsLatentAttention());
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) {
+    SCOPED_TRACE(std::string(KvTypeName(t)));
+    RunMemoryOptions mo;
+    mo.ram_budget = 1ull << 30;
+    mo.kv_type = t;
+    mo.parallel = 2;
+    RunShape shape{128, 8, 1, false, 0};
+    auto setup = PlanRun(*f.m.pack, *f.m.model, *f.be, mo, shape);
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    const PlanLine* kv = setup->plan.Find(PlanItem::kKvCache);
+    ASSERT_NE(kv, nullptr);
+    const uint64_t row = static_cast<uint64_t>(KvHeadBytes(t, hp.kv_lora_rank + hp.n_rot));
+    EXPECT_EQ(kv->bytes, 2ull * 128 * hp.n_layer * row) << FormatPlan(setup->plan);
+    EXPECT_THAT(kv->how, HasSubstr("no V cache")) << kv->how;
+    auto mem = AllocateRun(*f.m.model, *f.be, f.be.get(), *setup);
+    ASSERT_TRUE(mem.ok()) << mem.status().message();
+    std::vector<float> logits;
+    logits.reserve(hp.n_vocab);
+    ForwardOptions o;
+    o.workspace = &mem->workspace;
+    const std::vector<int32_t> prompt = {1, 13, 20, 27, 34, 41, 48, 55};
+    ASSERT_TRUE(Forward(*f.m.model, *f.be, mem->states[0], prompt, o, &logits).ok());
+  }
+}
+
 // rows; a model whose head rows Q8_0 cannot block is refused with the reason.
 TEST(KvTypes, ThePlanSizesTheCacheByTypeAndTheStatesFollow) {
   PlanFixture f = PlanFor(Arch::kQwen3Moe, "kv_types");

@@ -13,11 +13,13 @@
 #include <random>
 
 #include "packer/gguf/gguf_file.h"
+#include "runtime/base/strings.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/pack/pack_enums.h"
 #include "runtime/pack/pack_format.h"
 #include "runtime/pack/pack_reader.h"
 #include "runtime/pack/pack_vocab.h"
+#include "runtime/quant/dequantize.h"
 #include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/pack_edit.h"
 #include "tests/testing/run_command.h"
@@ -614,6 +616,115 @@ TEST(PackRefusals, GptOssSpecViolationsAreRefused) {
   auto r = PackFile(dir + "/ok.gguf", dir + "/ok.strata");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->arch, Arch::kGptOss);
+}
+
+// deepseek2: the latent attention's keys and tensors are checked against
+// each other (the cache row is latent + RoPE part, one KV head), the two query
+// forms follow q_lora_rank, expert groups must divide the experts, and a
+// file of the older attn_kv_b form is refused with that reason.
+TEST(PackRefusals, Deepseek2SpecViolationsAreRefused) {
+  std::string dir = testing::ScratchDir("pack_refusals_ds2");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kDeepseek2;
+  s.hp = testing::TinyDeepseek2HParams();
+  const ArchEdit cases[] = {
+      {"kv_b_shape",
+       [](testing::GgufBuilder& b) {  // the older form with a misshapen attn_kv_b
+         b.Remove("deepseek2.attention.key_length_mla");
+         b.Remove("deepseek2.attention.value_length_mla");
+         b.U32("deepseek2.attention.key_length", 64).U32("deepseek2.attention.value_length", 32);
+         for (int il = 0; il < 3; ++il) {
+           b.RemoveTensor(StrFormat("blk.%d.attn_k_b.weight", il));
+           b.RemoveTensor(StrFormat("blk.%d.attn_v_b.weight", il));
+           b.TensorF32(StrFormat("blk.%d.attn_kv_b.weight", il), {64, 8 * 32}, std::vector<float>(64 * 8 * 32, 0.01f));
+         }
+       },
+       {"blk.0.attn_kv_b.weight", "expected [64 (kv_lora_rank), 512 (n_head*(key_length_mla-n_rot+value_length_mla))]"}},
+      {"kv_heads", [](testing::GgufBuilder& b) { b.U32("deepseek2.attention.head_count_kv", 8); },
+       {"attention.head_count_kv", "expected 1 (latent attention caches one head), found 8"}},
+      {"key_length", [](testing::GgufBuilder& b) { b.U32("deepseek2.attention.key_length", 64); },
+       {"attention.key_length", "expected 96 (kv_lora_rank + rope.dimension_count), found 64"}},
+      {"k_b_shape", [](testing::GgufBuilder& b) { b.ReshapeTensor("blk.1.attn_k_b.weight", {32, 64, 4}); },
+       {"blk.1.attn_k_b.weight", "expected [32 (head_dim_k_mla-n_rot), 64 (kv_lora_rank), 8 (n_head)]"}},
+      {"full_q_with_lora",
+       [](testing::GgufBuilder& b) {
+         b.RemoveTensor("blk.0.attn_q_b.weight");
+         b.TensorF32("blk.0.attn_q.weight", {256, 8 * 64}, std::vector<float>(256 * 8 * 64, 0.01f));
+       },
+       {"blk.0.attn_q_b.weight", "missing"}},
+      {"groups_3", [](testing::GgufBuilder& b) { b.U32("deepseek2.expert_group_count", 3); },
+       {"expert_group_count", "a divisor of expert_count 16"}},
+      {"groups_used_5", [](testing::GgufBuilder& b) { b.U32("deepseek2.expert_group_used_count", 5); },
+       {"expert_group_used_count", "expected 1..4, found 5"}},
+      {"temperature", [](testing::GgufBuilder& b) { b.F32("deepseek2.attention.temperature_scale", 0.1f); },
+       {"deepseek2.attention.temperature_scale", "attention temperature tuning"}},
+  };
+  ExpectEveryEditRefused(s, cases, dir);
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->WriteFile(dir + "/ok.gguf").ok());
+  auto r = PackFile(dir + "/ok.gguf", dir + "/ok.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->arch, Arch::kDeepseek2);
+}
+
+// deepseek2's older GGUF form (one attn_kv_b a layer, no key_length_mla):
+// the packer writes the latent form. attn_k_b's heads are each head's key rows
+// of attn_kv_b, dequantized and transposed; attn_v_b's are its value rows, byte
+// for byte; the keys become the latent form's.
+TEST(PackDeepseek2, TheOlderKvBFormPacksIntoTheLatentForm) {
+  std::string dir = testing::ScratchDir("pack_ds2_legacy");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kDeepseek2;
+  s.hp = testing::TinyDeepseek2HParams();
+  s.matrix_type = GgmlType::kQ8_0;
+  s.legacy_kv_b = true;
+  auto b = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_TRUE(b->WriteFile(dir + "/legacy.gguf").ok());
+  auto r = PackFile(dir + "/legacy.gguf", dir + "/legacy.strata");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto g = gguf::GgufModel::Open(dir + "/legacy.gguf");
+  ASSERT_TRUE(g.ok());
+  auto pack = Pack::Open(dir + "/legacy.strata");
+  ASSERT_TRUE(pack.ok()) << pack.status().message();
+  const HParams& hp = (*pack)->hparams();
+  EXPECT_EQ(hp.n_head_kv, 1u);
+  EXPECT_EQ(hp.head_dim_k, hp.kv_lora_rank + hp.n_rot);
+  EXPECT_EQ(hp.head_dim_v, hp.kv_lora_rank);
+  EXPECT_EQ(hp.head_dim_k_mla, s.hp.head_dim_k_mla);
+  EXPECT_EQ(hp.head_dim_v_mla, s.hp.head_dim_v_mla);
+  const uint64_t L = hp.kv_lora_rank, nope = hp.MlaNope(), v = hp.head_dim_v_mla, H = hp.n_head;
+  for (int32_t il = 0; il < 3; ++il) {
+    SCOPED_TRACE(il);
+    const gguf::TensorInfo* kv_b = g->FindTensor(StrFormat("blk.%d.attn_kv_b.weight", il));
+    ASSERT_NE(kv_b, nullptr);
+    ASSERT_EQ(kv_b->type, GgmlType::kQ8_0);
+    const std::span<const uint8_t> src = g->TensorData(*kv_b);
+    const uint64_t src_row = src.size() / (H * (nope + v));
+    const TensorView* k_b = (*pack)->Find(TensorRole::kAttnKB, il);
+    const TensorView* v_b = (*pack)->Find(TensorRole::kAttnVB, il);
+    ASSERT_TRUE(k_b && v_b);
+    ASSERT_EQ(k_b->type, GgmlType::kF32);
+    ASSERT_EQ(v_b->type, GgmlType::kQ8_0);
+    EXPECT_EQ(k_b->expert_count, H);
+    const auto* kf = reinterpret_cast<const float*>(k_b->data.data());
+    std::vector<float> row(L);
+    for (uint64_t h = 0; h < H; ++h) {
+      for (uint64_t c = 0; c < nope; ++c) {
+        DequantizeRowUnchecked(GgmlType::kQ8_0, src.data() + (h * (nope + v) + c) * src_row, row.data(),
+                               static_cast<int64_t>(L));
+        for (uint64_t i = 0; i < L; ++i) ASSERT_EQ(kf[(h * L + i) * nope + c], row[i]) << h << " " << i << " " << c;
+      }
+      for (uint64_t i = 0; i < v; ++i)
+        ASSERT_EQ(std::memcmp(v_b->data.data() + (h * v + i) * v_b->row_bytes, src.data() + (h * (nope + v) + nope + i) * src_row,
+                              src_row),
+                  0);
+    }
+  }
+  // It validates (probe replay included) and runs.
+  auto run = testing::RunProgram("strata-run", {dir + "/legacy.strata", "--tokens", "1,2,3", "-n", "4", "--temp", "0"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 // qwen3next: its GGUFs carry ssm_in and ssm_ba fused; the packer stores the

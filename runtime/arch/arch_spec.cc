@@ -32,6 +32,13 @@ DIM(kSsmVHeads, "ssm_dt_rank", u64{h.ssm_dt_rank});
 DIM(kSsmState, "ssm_d_state", u64{h.ssm_d_state});
 DIM(kSsmQkvz, "2*ssm_n_group*ssm_d_state+2*ssm_d_inner", 2 * u64{h.ssm_n_group} * h.ssm_d_state + 2 * u64{h.ssm_d_inner});
 DIM(kSsmBa, "2*ssm_dt_rank", 2 * u64{h.ssm_dt_rank});
+DIM(kQMla, "n_head*head_dim_k_mla", u64{h.n_head} * h.head_dim_k_mla);
+DIM(kOutMla, "n_head*head_dim_v_mla", u64{h.n_head} * h.head_dim_v_mla);
+DIM(kQLora, "q_lora_rank", u64{h.q_lora_rank});
+DIM(kKvLora, "kv_lora_rank", u64{h.kv_lora_rank});
+DIM(kKvAMqa, "kv_lora_rank+n_rot", u64{h.kv_lora_rank} + h.n_rot);
+DIM(kMlaNope, "head_dim_k_mla-n_rot", u64{h.MlaNope()});
+DIM(kHdVMla, "head_dim_v_mla", u64{h.head_dim_v_mla});
 #undef DIM
 constexpr DimExpr kNone{"", [](const HParams&) -> uint64_t { return 1; }};
 
@@ -243,6 +250,40 @@ constexpr TensorSpec kGptOssTensors[] = {
     {"blk.{L}.ffn_down_exps.bias", R::kFfnDownExpsBias, L::kAll, 2, {kE, kNExp, kNone}, T::kF32Only, false, nullptr},
 };
 
+// deepseek2: multi-head latent attention (a low-rank or full query, the
+// latent and RoPE key part from attn_kv_a_mqa, per-head attn_k_b / attn_v_b
+// in the split form llama.cpp's converter writes), leading dense layers, then
+// routed experts (softmax or sigmoid router, an optional selection bias,
+// expert groups) beside ungated shared experts.
+constexpr TensorSpec kDeepseek2Tensors[] = {
+    MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
+    VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
+    {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_q_a.weight", R::kAttnQA, L::kLowRankQ, kE, kQLora),
+    VEC("blk.{L}.attn_q_a_norm.weight", R::kAttnQANorm, L::kLowRankQ, kQLora),
+    MAT("blk.{L}.attn_q_b.weight", R::kAttnQB, L::kLowRankQ, kQLora, kQMla),
+    MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kFullRankQ, kE, kQMla),
+    MAT("blk.{L}.attn_kv_a_mqa.weight", R::kAttnKvAMqa, L::kAll, kE, kKvAMqa),
+    VEC("blk.{L}.attn_kv_a_norm.weight", R::kAttnKvANorm, L::kAll, kKvLora),
+    {"blk.{L}.attn_k_b.weight", R::kAttnKB, L::kAll, 3, {kMlaNope, kKvLora, kHeads}, T::kAnyWeight, false, nullptr},
+    {"blk.{L}.attn_v_b.weight", R::kAttnVB, L::kAll, 3, {kKvLora, kHdVMla, kHeads}, T::kAnyWeight, false, nullptr},
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOutMla, kE),
+    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAll, kE),
+    MAT("blk.{L}.ffn_gate.weight", R::kFfnGate, L::kDenseLead, kE, kFf),
+    MAT("blk.{L}.ffn_up.weight", R::kFfnUp, L::kDenseLead, kE, kFf),
+    MAT("blk.{L}.ffn_down.weight", R::kFfnDown, L::kDenseLead, kFf, kE),
+    MAT("blk.{L}.ffn_gate_inp.weight", R::kFfnGateInp, L::kMoeWithNextn, kE, kNExp),
+    {"blk.{L}.exp_probs_b.bias", R::kFfnExpProbsB, L::kMoeWithNextn, 1, {kNExp, kNone, kNone}, T::kF32Only, true,
+     "absent: experts are chosen on the router's probabilities alone (DeepSeek V2)"},
+    EXP("blk.{L}.ffn_gate_exps.weight", R::kFfnGateExps, L::kMoeWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_up_exps.weight", R::kFfnUpExps, L::kMoeWithNextn, kE, kFfExp),
+    EXP("blk.{L}.ffn_down_exps.weight", R::kFfnDownExps, L::kMoeWithNextn, kFfExp, kE),
+    MAT("blk.{L}.ffn_gate_shexp.weight", R::kFfnGateShexp, L::kMoeWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_up_shexp.weight", R::kFfnUpShexp, L::kMoeWithNextn, kE, kFfSh),
+    MAT("blk.{L}.ffn_down_shexp.weight", R::kFfnDownShexp, L::kMoeWithNextn, kFfSh, kE),
+};
+
 #undef VEC
 #undef MAT
 #undef EXP
@@ -266,6 +307,7 @@ constexpr bool H::*kNoBool = nullptr;
 uint32_t FromHeadCount(const H& h) { return h.n_head; }
 uint32_t EmbdPerHead(const H& h) { return h.n_head ? h.n_embd / h.n_head : 0; }
 uint32_t FromKeyLength(const H& h) { return h.head_dim_k; }
+uint32_t FromValueLength(const H& h) { return h.head_dim_v; }
 uint32_t FromTokens(const H& h) { return h.n_vocab; }
 uint32_t FfPerUsedExpert(const H& h) { return h.n_expert_used ? h.n_ff / h.n_expert_used : 0; }
 uint32_t FromFf(const H& h) { return h.n_ff; }
@@ -473,6 +515,50 @@ constexpr HParamSpec kGptOssHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
+// deepseek2 (llama.cpp's load_arch_hparams for it). The latent form's keys
+// (key_length_mla, value_length_mla) are required: a file without them
+// carries the older attn_kv_b, which the packer names.
+constexpr const char* kWhyQLora = "0: one attn_q (DeepSeek-V2-Lite); which of attn_q and attn_q_a/attn_q_b a layer "
+                                  "carries is checked against it, so a wrong default cannot pass";
+constexpr const char* kWhyDsGating = "llama.cpp's rule for deepseek2: absent (or 0) means softmax (DeepSeek V2, V2.5)";
+constexpr const char* kWhyGroups = "no expert groups, llama.cpp's default: the top k of all experts";
+constexpr const char* kWhyMlaK = "llama.cpp's rule (n_embd_head_k_mla falls back to key_length): a file without it "
+                                 "is of the older form, one attn_kv_b a layer, which the packer turns into the latent "
+                                 "form; the shapes are checked against it";
+constexpr const char* kWhyMlaV = "as key_length_mla";
+constexpr const char* kWhyYarnLogMul = "0: YaRN's attention scale from the factor alone, llama.cpp's default";
+constexpr HParamSpec kDeepseek2HParams[] = {
+    REQ_U32("context_length", n_ctx_train),
+    REQ_U32("embedding_length", n_embd),
+    REQ_U32("block_count", n_layer_all),
+    REQ_U32("feed_forward_length", n_ff),
+    REQ_U32("attention.head_count", n_head),
+    OPT_U32("attention.head_count_kv", n_head_kv, 0, FromHeadCount, "attention.head_count", kWhyHeadCountKv),
+    REQ_U32("attention.key_length", head_dim_k),
+    REQ_U32("attention.value_length", head_dim_v),
+    OPT_U32("attention.key_length_mla", head_dim_k_mla, 0, FromKeyLength, "attention.key_length", kWhyMlaK),
+    OPT_U32("attention.value_length_mla", head_dim_v_mla, 0, FromValueLength, "attention.value_length", kWhyMlaV),
+    OPT_U32("attention.q_lora_rank", q_lora_rank, 0, nullptr, "0", kWhyQLora),
+    REQ_U32("attention.kv_lora_rank", kv_lora_rank),
+    REQ_U32("rope.dimension_count", n_rot),
+    OPT_F32("rope.freq_base", rope_freq_base, 10000.0, "10000", kWhyFreqBase),
+    OPT_F32("rope.scaling.yarn_log_multiplier", rope_yarn_log_mul, 0.0, "0", kWhyYarnLogMul),
+    REQ_F32("attention.layer_norm_rms_epsilon", rms_eps),
+    REQ_U32("expert_count", n_expert),
+    REQ_U32("expert_used_count", n_expert_used),
+    REQ_U32("expert_feed_forward_length", n_ff_exp),
+    REQ_U32("expert_shared_count", n_expert_shared),
+    OPT_U32("expert_shared_feed_forward_length", n_ff_shexp, 0, SharedFfFromCount,
+            "expert_feed_forward_length * expert_shared_count", kWhyShCount),
+    OPT_U32("leading_dense_block_count", n_layer_dense_lead, 0, nullptr, "0", kWhyDenseLead),
+    OPT_F32("expert_weights_scale", expert_weights_scale, 0.0, "0", kWhyWScale),
+    OPT_BOOL("expert_weights_norm", expert_weights_norm, 0, "false", kWhyWNorm),
+    {"expert_gating_func", K::kGating, false, 1, nullptr, "1 (softmax)", kWhyDsGating, kNoU32, kNoF32, kNoBool},
+    OPT_U32("expert_group_count", n_expert_groups, 0, nullptr, "0", kWhyGroups),
+    OPT_U32("expert_group_used_count", n_expert_groups_used, 0, nullptr, "0", kWhyGroups),
+    OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
+};
+
 #undef REQ_U32
 #undef REQ_F32
 #undef OPT_U32
@@ -500,6 +586,9 @@ constexpr ArchSpec kSpecs[] = {
     {Arch::kQwen3Next, "qwen3next", RopeType::kNeox, kQwen3NextHParams, kQwen35MoeTensors,
      {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f, 0.0f, 0.0f, true,
      kQwen3NextSplits},
+    {Arch::kDeepseek2, "deepseek2", RopeType::kNorm, kDeepseek2HParams, kDeepseek2Tensors,
+     {Mixer::kLatentAttention, false, FfnKind::kMoeSharedExpert, TensorRole::kFfnNorm}, 1.0f, 0.0f, 0.0f, false, {},
+     "blk.{L}.attn_kv_b.weight"},
 };
 
 bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
@@ -515,6 +604,8 @@ bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
     case L::kAttentionAndNextn: return attention || !main_layer;
     case L::kDenseLead: return main_layer && hp.IsDenseLeadLayer(il);
     case L::kMoeWithNextn: return !main_layer || !hp.IsDenseLeadLayer(il);
+    case L::kLowRankQ: return main_layer && hp.q_lora_rank > 0;
+    case L::kFullRankQ: return main_layer && hp.q_lora_rank == 0;
   }
   return false;
 }
@@ -579,7 +670,8 @@ std::string_view TensorRoleName(TensorRole r) {
       "nextn_eh_proj", "nextn_enorm", "nextn_hnorm", "nextn_embed_tokens", "nextn_shared_head_head",
       "nextn_shared_head_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "exp_probs_b",
       "attn_output_bias", "attn_sinks", "ffn_gate_inp_bias", "ffn_gate_exps_bias", "ffn_up_exps_bias",
-      "ffn_down_exps_bias"};
+      "ffn_down_exps_bias", "attn_q_a", "attn_q_a_norm", "attn_q_b", "attn_kv_a_mqa", "attn_kv_a_norm", "attn_k_b",
+      "attn_v_b"};
   static_assert(std::size(kNames) == static_cast<size_t>(TensorRole::kCount));
   auto i = static_cast<size_t>(r);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -590,6 +682,7 @@ std::string_view MixerName(Mixer m) {
     case Mixer::kAttention: return "attention";
     case Mixer::kGatedAttention: return "gated attention";
     case Mixer::kGatedDeltaNet: return "gated delta-net";
+    case Mixer::kLatentAttention: return "latent attention";
   }
   return "?";
 }
@@ -652,6 +745,39 @@ std::string_view TypeRuleText(TypeRule rule) {
   }
   return "?";
 }
+
+namespace {
+// deepseek2's latent attention: the cache is one head of the latent and the
+// RoPE part (attention.key_length), its values the latent
+// (attention.value_length), as llama.cpp's converter writes them.
+Status CheckLatentAttention(const std::string& a, const HParams& hp) {
+  auto bad = [&](const char* what, uint64_t expected, const char* how, uint64_t found) {
+    return DataLoss(StrFormat("%s hyperparameter %s: expected %llu (%s), found %llu", a.c_str(), what,
+                              static_cast<unsigned long long>(expected), how, static_cast<unsigned long long>(found)));
+  };
+  if (hp.kv_lora_rank < 1 || hp.kv_lora_rank > kMaxHeadDim)
+    return DataLoss(StrFormat("%s hyperparameter attention.kv_lora_rank: expected 1..%u, found %u", a.c_str(),
+                              kMaxHeadDim, hp.kv_lora_rank));
+  if (hp.n_head_kv != 1) return bad("attention.head_count_kv", 1, "latent attention caches one head", hp.n_head_kv);
+  if (hp.head_dim_k != hp.kv_lora_rank + hp.n_rot)
+    return bad("attention.key_length", uint64_t{hp.kv_lora_rank} + hp.n_rot, "kv_lora_rank + rope.dimension_count",
+               hp.head_dim_k);
+  if (hp.head_dim_v != hp.kv_lora_rank) return bad("attention.value_length", hp.kv_lora_rank, "kv_lora_rank", hp.head_dim_v);
+  if (hp.head_dim_k_mla <= hp.n_rot || hp.head_dim_k_mla > kMaxHeadDim)
+    return DataLoss(StrFormat("%s hyperparameter attention.key_length_mla: expected %u..%u (more than "
+                              "rope.dimension_count), found %u", a.c_str(), hp.n_rot + 1, kMaxHeadDim, hp.head_dim_k_mla));
+  if (hp.head_dim_v_mla < 1 || hp.head_dim_v_mla > kMaxHeadDim)
+    return DataLoss(StrFormat("%s hyperparameter attention.value_length_mla: expected 1..%u, found %u", a.c_str(),
+                              kMaxHeadDim, hp.head_dim_v_mla));
+  if (hp.q_lora_rank > kMaxEmbd)
+    return DataLoss(StrFormat("%s hyperparameter attention.q_lora_rank: expected 0..%u, found %u", a.c_str(), kMaxEmbd,
+                              hp.q_lora_rank));
+  if (!std::isfinite(hp.rope_yarn_log_mul) || hp.rope_yarn_log_mul < 0.0f)
+    return DataLoss(StrFormat("%s hyperparameter rope.scaling.yarn_log_multiplier: expected a finite number >= 0, "
+                              "found %g", a.c_str(), static_cast<double>(hp.rope_yarn_log_mul)));
+  return Status::Ok();
+}
+}  // namespace
 
 Status CheckHParams(Arch arch, const HParams& hp) {
   std::string a(ArchName(arch));
@@ -755,6 +881,23 @@ Status CheckHParams(Arch arch, const HParams& hp) {
                  StrFormat("ssm.state_size * ssm.time_step_rank = %llu (key and value heads have the same width)",
                            static_cast<unsigned long long>(uint64_t{hp.ssm_d_state} * hp.ssm_dt_rank)),
                  hp.ssm_d_inner);
+  }
+  if (spec.layers.attention == Mixer::kLatentAttention) {
+    STRATA_RETURN_IF_ERROR(CheckLatentAttention(a, hp));
+  } else if (hp.kv_lora_rank != 0 || hp.q_lora_rank != 0 || hp.head_dim_k_mla != 0 || hp.head_dim_v_mla != 0) {
+    return bad("kv_lora_rank, q_lora_rank, key_length_mla, value_length_mla", "0 (no latent attention)",
+               hp.kv_lora_rank);
+  }
+  if (hp.n_expert_groups > 1) {
+    STRATA_RETURN_IF_ERROR(range("expert_group_count", hp.n_expert_groups, 2, 32));
+    if (hp.n_expert % hp.n_expert_groups != 0 || hp.n_expert / hp.n_expert_groups < 2)
+      return bad("expert_group_count", StrFormat("a divisor of expert_count %u leaving at least 2 experts a group",
+                                                 hp.n_expert), hp.n_expert_groups);
+    STRATA_RETURN_IF_ERROR(range("expert_group_used_count", hp.n_expert_groups_used, 1, hp.n_expert_groups));
+    const uint64_t kept = uint64_t{hp.n_expert_groups_used} * (hp.n_expert / hp.n_expert_groups);
+    if (hp.n_expert_used > kept)
+      return bad("expert_used_count", StrFormat("at most the %llu experts of the groups kept",
+                                                static_cast<unsigned long long>(kept)), hp.n_expert_used);
   }
   return Status::Ok();
 }

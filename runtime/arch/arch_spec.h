@@ -28,6 +28,7 @@ enum class Arch : uint8_t {
   kGlm4Moe = 5,    // GLM-4.5 / 4.6 (glm4moe)
   kGptOss = 6,     // gpt-oss-20b / 120b (gpt-oss)
   kQwen3Next = 7,  // Qwen3-Next-80B-A3B (qwen3next): qwen35moe's layers, its own head order and tensor forms
+  kDeepseek2 = 8,  // DeepSeek-V2/V2-Lite/V3, Moonlight, Kimi K2 (deepseek2): multi-head latent attention
 };
 std::string_view ArchName(Arch a);  // "llama", "qwen3moe", "qwen35moe", "vocab-only", ...
 std::optional<Arch> ArchFromName(std::string_view gguf_name);
@@ -104,6 +105,24 @@ struct HParams {
   uint32_t full_attn_interval = 0;
   uint32_t nextn_predict_layers = 0;
   bool tied_output = false;  // no output.weight: the token embedding is the output head
+  // Multi-head latent attention (deepseek2). The KV cache holds one head of
+  // head_dim_k = kv_lora_rank + n_rot values per position (the normed latent,
+  // then the roped key part); the values are its first head_dim_v =
+  // kv_lora_rank (no V cache). A query head is head_dim_k_mla wide (its
+  // nope part, then n_rot roped) before attn_k_b absorbs the nope part into
+  // the latent; attn_v_b takes a head's latent output to head_dim_v_mla.
+  uint32_t q_lora_rank = 0;     // attention.q_lora_rank: attn_q_a/attn_q_b of this width; 0: one attn_q
+  uint32_t kv_lora_rank = 0;    // attention.kv_lora_rank; 0: not latent attention
+  uint32_t head_dim_k_mla = 0;  // attention.key_length_mla
+  uint32_t head_dim_v_mla = 0;  // attention.value_length_mla
+  // Expert groups (DeepSeek V3): the router keeps the n_expert_groups_used
+  // groups whose two best selection scores sum highest, then the top k of
+  // their experts. 0 or 1 group: no limit.
+  uint32_t n_expert_groups = 0;       // expert_group_count
+  uint32_t n_expert_groups_used = 0;  // expert_group_used_count
+  // rope.scaling.yarn_log_multiplier as GGUF stores it: 0.1 x YaRN's
+  // mscale_all_dim (llama.cpp divides it by 0.1 on load). 0: none.
+  float rope_yarn_log_mul = 0.0f;
 
   // The key head that value head hv of a gated delta-net layer reads.
   uint32_t SsmKeyHead(uint32_t hv) const {
@@ -117,6 +136,9 @@ struct HParams {
   bool IsSwaLayer(uint32_t il) const {
     return n_swa != 0 && il < n_layer && (swa_pattern == 0 || il % swa_pattern < swa_pattern - 1);
   }
+  bool IsLatentAttention() const { return kv_lora_rank != 0; }
+  // The width of a query head's part that attn_k_b absorbs (deepseek2).
+  uint32_t MlaNope() const { return head_dim_k_mla > n_rot ? head_dim_k_mla - n_rot : 0; }
   // glm4moe: layer il is one of the leading dense layers.
   bool IsDenseLeadLayer(uint32_t il) const { return il < n_layer_dense_lead; }
   // The routed experts of the main layers: (n_layer - leading dense layers) x n_expert.
@@ -137,6 +159,7 @@ enum class TensorRole : uint16_t {
   kNextnEhProj, kNextnEnorm, kNextnHnorm, kNextnEmbedTokens, kNextnSharedHeadHead, kNextnSharedHeadNorm,
   kAttnQBias, kAttnKBias, kAttnVBias, kFfnExpProbsB,
   kAttnOutputBias, kAttnSinks, kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias,
+  kAttnQA, kAttnQANorm, kAttnQB, kAttnKvAMqa, kAttnKvANorm, kAttnKB, kAttnVB,
   kCount
 };
 std::string_view TensorRoleName(TensorRole r);
@@ -152,6 +175,8 @@ enum class LayerSet : uint8_t {
   kAttentionAndNextn,
   kDenseLead,      // the leading dense layers (il < n_layer_dense_lead)
   kMoeWithNextn,   // every other main layer, and every nextn layer (glm4moe's MoE layers)
+  kLowRankQ,       // every main layer, when q_lora_rank > 0 (deepseek2's attn_q_a / attn_q_b)
+  kFullRankQ,      // every main layer, when q_lora_rank == 0 (deepseek2's attn_q)
 };
 
 // Which types a tensor may be stored in.
@@ -204,7 +229,14 @@ struct HParamSpec {
 // gated delta rule over a recurrent state (runtime/model/delta_net.cc).
 // QK-norm (attn_q_norm, attn_k_norm) and Q/K/V biases (attn_{q,k,v}.bias,
 // added to the products before the norm) apply wherever the tensors exist.
-enum class Mixer : uint8_t { kAttention, kGatedAttention, kGatedDeltaNet };
+// kLatentAttention is deepseek2's multi-head latent attention, absorbed: a
+// query (attn_q, or attn_q_a -> attn_q_a_norm -> attn_q_b) split per head
+// into a nope part and a roped part; attn_kv_a_mqa's latent (normed by
+// attn_kv_a_norm) and one roped key part per token, cached together; each
+// head's nope part taken into the latent by attn_k_b, so attention is
+// multi-query over the cached rows (keys: latent + RoPE part; values: the
+// latent); each head's output through attn_v_b, then attn_output.
+enum class Mixer : uint8_t { kAttention, kGatedAttention, kGatedDeltaNet, kLatentAttention };
 // FFNs: kDense a SwiGLU FFN; kMoe routed experts (softmax router, top-k,
 // renormalized weights when HParams::expert_weights_norm, SwiGLU experts);
 // kMoeSharedExpert kMoe plus a shared SwiGLU expert, gated per token by
@@ -261,6 +293,16 @@ struct ArchSpec {
   bool ssm_grouped_heads = false;
   // GGUF tensors the packer splits into the spec's tensors.
   std::span<const RowSplit> row_splits = {};
+  // deepseek2's older GGUF form (llama.cpp's converter before it split the KV
+  // up-projection): one attn_kv_b per layer, [kv_lora_rank, n_head * (nope +
+  // head_dim_v_mla)], each head's nope rows then its value rows, and no
+  // attention.key_length_mla (attention.key_length and value_length are the
+  // heads' nope + RoPE and value widths, head_count_kv the query heads). The
+  // packer makes the spec's attn_k_b from each head's nope rows, transposed
+  // (kv_lora_rank rows of nope values, F32, the source's values exactly), and
+  // attn_v_b from its value rows as they are; the keys are rewritten to the
+  // latent form. The pattern of that tensor, or null.
+  const char* fused_kv_b = nullptr;
 
   bool has_experts() const { return layers.ffn != FfnKind::kDense; }
   bool has_shared_expert() const { return layers.ffn == FfnKind::kMoeSharedExpert; }

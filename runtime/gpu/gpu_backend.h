@@ -137,6 +137,11 @@ class GpuBackend : public Backend {
   // y = W x for the pass's n rows (or `n` given), taking quantized
   // activations from the workspace.
   Status Product(const TensorView* w, gpu::DevicePtr x, int64_t n, gpu::DevicePtr y);
+  // In place: each of n rows of `cols` floats RMS-normed and times `weight`.
+  Status RowNorm(gpu::DevicePtr x, const TensorView* weight, int64_t n, int64_t cols);
+  Status CopyRows(gpu::DevicePtr src, int64_t src_i, int64_t src_j, gpu::DevicePtr dst, int64_t dst_i, int64_t dst_j,
+                  int64_t n_i, int64_t n_j, int64_t width);
+  Status LatentAttention(int32_t il, strata::Act in, strata::Act out);
   Status AddBias(const TensorView* bias, gpu::DevicePtr y, int64_t n, int64_t width);
   Status AddBiasPlaces(const TensorView* bias, gpu::DevicePtr y, gpu::DevicePtr place_expert, int64_t n_places,
                        int64_t width);

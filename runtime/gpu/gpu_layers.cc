@@ -85,6 +85,7 @@ Status GpuBackend::AddBiasPlaces(const TensorView* bias, DevicePtr y, DevicePtr 
 
 Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Act out) {
   if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // in the graph BeginPass launched
+  if (mixer == Mixer::kLatentAttention) return LatentAttention(il, in, out);
   PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const Model& m = *p.m;
@@ -188,6 +189,152 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
   }
   STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kAttnOutput), attn, n, ActAddr(out)));
   return Check(AddBias(m.Get(il, R::kAttnOutputBias), ActAddr(out), n, hp.n_embd));  // gpt-oss
+}
+
+Status GpuBackend::RowNorm(DevicePtr x, const TensorView* weight, int64_t n, int64_t cols) {
+  STRATA_ASSIGN_OR_RETURN(DevicePtr w, WeightVector(weight));
+  gpu::RmsNormArgs a{};
+  a.x = AsPtr<const float>(x);
+  a.w = AsPtr<const float>(w);
+  a.y = AsPtr<float>(x);  // each value is read before it is written, by the same thread
+  a.n = static_cast<int32_t>(n);
+  a.cols = static_cast<int32_t>(cols);
+  a.eps = pass_->hp->rms_eps;
+  return L()(kernels_.rms_norm, Dim3{static_cast<uint32_t>(n), 1, 1}, Dim3{256, 1, 1}, 0, a);
+}
+
+// Copies n_i x n_j rows of `width` floats between two layouts (CopyRowsArgs).
+Status GpuBackend::CopyRows(DevicePtr src, int64_t src_i, int64_t src_j, DevicePtr dst, int64_t dst_i, int64_t dst_j,
+                            int64_t n_i, int64_t n_j, int64_t width) {
+  gpu::CopyRowsArgs a{AsPtr<const float>(src), AsPtr<float>(dst), src_i, src_j, dst_i, dst_j, static_cast<int32_t>(n_i),
+                      static_cast<int32_t>(n_j), static_cast<int32_t>(width)};
+  return L()(kernels_.copy_rows, Dim3{GridFor(n_i * n_j * width, 256), 1, 1}, Dim3{256, 1, 1}, 0, a);
+}
+
+// deepseek2's multi-head latent attention, as CpuBackend::LatentAttention: the
+// queries (low-rank or one attn_q), the cached rows (strata_mla_prep), each
+// head's nope part through its attn_k_b, attention over the rows with the
+// values read from them, each head's output through its attn_v_b, attn_output.
+Status GpuBackend::LatentAttention(int32_t il, strata::Act in, strata::Act out) {
+  PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const int64_t n = p.n, H = hp.n_head, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const int64_t Lr = hp.kv_lora_rank, Dq = hp.head_dim_k_mla, nope = hp.MlaNope(), Vm = hp.head_dim_v_mla;
+  const gpu::AttentionShape shape = gpu::AttentionShape::For(hp, Mixer::kLatentAttention, n, p.max_keys);
+  WorkspaceScope scope(ws);
+  const DevicePtr q = Take(ws, F(n * H * Dq));
+  const DevicePtr qa = hp.q_lora_rank ? Take(ws, F(n * hp.q_lora_rank)) : 1;
+  const DevicePtr kv = Take(ws, F(n * Dk));
+  const DevicePtr qcat = Take(ws, F(n * H * Dk));
+  const DevicePtr head_in = Take(ws, F(H * n * std::max(nope, Lr)));
+  const DevicePtr head_out = Take(ws, F(H * n * std::max(Lr, Vm)));
+  const DevicePtr attn = Take(ws, F(n * H * Dv));
+  const DevicePtr vout = Take(ws, F(n * H * Vm));
+  const DevicePtr partial = shape.splits > 1 ? Take(ws, F(n * H * shape.splits * (Dv + 2))) : 1;
+  const DevicePtr xq = Take(ws, gpu::QuantizedBytes(n, hp.n_embd));
+  const DevicePtr hq = Take(ws, gpu::QuantizedBytes(H * n, std::max({nope, Lr, static_cast<int64_t>(hp.q_lora_rank)})));
+  if (!xq || !hq || !partial || !qa) return ws.Exhausted("latent attention");
+  gpu::PreparedInput h(L(), ActAddr(in), n, hp.n_embd, xq);
+  auto product = [&](gpu::PreparedInput& x, const TensorView* t, DevicePtr y) -> Status {
+    STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix w, Weight(t));
+    STRATA_ASSIGN_OR_RETURN(DevicePtr xp, x.For(w));
+    return gpu::MatMulPrepared(L(), w, xp, n, y);
+  };
+  if (hp.q_lora_rank) {
+    STRATA_RETURN_IF_ERROR(product(h, m.Get(il, R::kAttnQA), qa));
+    STRATA_RETURN_IF_ERROR(RowNorm(qa, m.Get(il, R::kAttnQANorm), n, hp.q_lora_rank));
+    gpu::PreparedInput qx(L(), qa, n, hp.q_lora_rank, hq);
+    STRATA_RETURN_IF_ERROR(product(qx, m.Get(il, R::kAttnQB), q));
+  } else {
+    STRATA_RETURN_IF_ERROR(product(h, m.Get(il, R::kAttnQ), q));
+  }
+  STRATA_RETURN_IF_ERROR(product(h, m.Get(il, R::kAttnKvAMqa), kv));
+
+  const SequenceState& st0 = *p.batch[0].state;
+  const KvType kvt = st0.kv_type;
+  const int64_t kh = KvHeadBytes(kvt, Dk);
+  const uint32_t warps_block = 4 * L().warp();
+  const ops::RopeParams rope = ops::RopeParamsFor(hp);
+  {
+    gpu::AttnPrepArgs a{};
+    a.q = AsPtr<float>(q);
+    a.k = AsPtr<const float>(kv);
+    STRATA_ASSIGN_OR_RETURN(DevicePtr kn, WeightVector(m.Get(il, R::kAttnKvANorm)));
+    a.k_norm = AsPtr<const float>(kn);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.n = static_cast<int32_t>(n);
+    a.H = static_cast<int32_t>(H), a.Hkv = 1, a.Dk = static_cast<int32_t>(Dk), a.Dv = static_cast<int32_t>(Dv);
+    a.n_rot = static_cast<int32_t>(hp.n_rot);
+    a.rope_neox = hp.rope_type == RopeType::kNorm ? 0 : 1;
+    a.kv_type = static_cast<int32_t>(kvt);
+    a.k_row_bytes = kh, a.k_head_bytes = kh;
+    a.freq_base = rope.freq_base, a.freq_scale = rope.freq_scale, a.eps = hp.rms_eps;
+    a.ext_factor = rope.ext_factor, a.mscale = rope.mscale, a.corr_low = rope.corr_low, a.corr_high = rope.corr_high;
+    a.qcat = AsPtr<float>(qcat);
+    a.head_in = AsPtr<float>(head_in);
+    a.mla_l = static_cast<int32_t>(Lr), a.mla_nope = static_cast<int32_t>(nope), a.mla_dq = static_cast<int32_t>(Dq);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.mla_prep, Dim3{static_cast<uint32_t>(n), GridFor(H + 1, 4), 1},
+                               Dim3{warps_block, 1, 1}, 0, a));
+  }
+  // Per head: attn_k_b's head (Lr rows of nope) times the head's nope parts.
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix k_b, Weight(m.Get(il, R::kAttnKB)));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix v_b, Weight(m.Get(il, R::kAttnVB)));
+  auto per_head = [&](gpu::DeviceMatrix w, int64_t in_w, int64_t out_w) -> Status {
+    for (int64_t hh = 0; hh < H; ++hh) {
+      gpu::DeviceMatrix wh = w;
+      wh.data = w.data + static_cast<uint64_t>(hh) * w.expert_stride;
+      STRATA_RETURN_IF_ERROR(gpu::MatMul(L(), wh, head_in + static_cast<uint64_t>(F(hh * n * in_w)), n,
+                                         head_out + static_cast<uint64_t>(F(hh * n * out_w)), hq));
+    }
+    return Status::Ok();
+  };
+  STRATA_RETURN_IF_ERROR(per_head(k_b, nope, Lr));
+  // head_out[h][t] -> qcat[t][h][0..Lr)
+  STRATA_RETURN_IF_ERROR(CopyRows(head_out, Lr, n * Lr, qcat, H * Dk, Dk, n, H, Lr));
+  {
+    gpu::AttnArgs a{};
+    a.q = AsPtr<const float>(qcat);
+    a.tables = p.tables;
+    a.layer = il;
+    a.n_seq = p.n_seq;
+    a.tile_t0 = p.tile_t0;
+    a.tile_nt = p.tile_nt;
+    a.q_width = static_cast<int32_t>(shape.q_width);
+    a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
+    a.H = static_cast<int32_t>(H), a.Hkv = 1, a.Dk = static_cast<int32_t>(Dk), a.Dv = static_cast<int32_t>(Dv);
+    a.kv_type = static_cast<int32_t>(kvt);
+    a.k_row_bytes = kh, a.v_row_bytes = kh, a.k_head_bytes = kh, a.v_head_bytes = kh;
+    a.v_in_k = 1;
+    a.rows_per_block = p.attn.rows;
+    a.keys_per_tile = p.attn.keys;
+    a.splits = static_cast<int32_t>(shape.splits);
+    a.split_keys = gpu::AttnBlocking::kSplitKeys;
+    a.scale = ops::LatentAttentionScale(hp);
+    a.out = AsPtr<float>(attn);
+    a.partial = AsPtr<float>(partial);
+    STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
+                               Dim3{static_cast<uint32_t>(p.n_tiles), 1, static_cast<uint32_t>(shape.splits)},
+                               Dim3{warps_block, 1, 1}, p.attn.shared_bytes, a));
+    if (shape.splits > 1) {
+      gpu::AttnCombineArgs c{};
+      c.partial = AsPtr<const float>(partial);
+      c.q = AsPtr<const float>(qcat);
+      c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
+      c.n = static_cast<int32_t>(n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits;
+      c.out = AsPtr<float>(attn);
+      STRATA_RETURN_IF_ERROR(
+          L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(n * H), 1, 1}, Dim3{128, 1, 1}, 0, c));
+    }
+  }
+  // attn[t][h][0..Lr) -> head_in[h][t]; per head attn_v_b (Vm rows of Lr); head_out[h][t] -> vout[t][h]
+  STRATA_RETURN_IF_ERROR(CopyRows(attn, Dv, H * Dv, head_in, n * Lr, Lr, H, n, Lr));
+  STRATA_RETURN_IF_ERROR(per_head(v_b, Lr, Vm));
+  STRATA_RETURN_IF_ERROR(CopyRows(head_out, Vm, n * Vm, vout, H * Vm, Vm, n, H, Vm));
+  return Check(Product(m.Get(il, R::kAttnOutput), vout, n, ActAddr(out)));
 }
 
 // --- gated delta-net ---------------------------------------------------------------
@@ -350,6 +497,7 @@ Status GpuBackend::MoeFfn(int32_t il, strata::Act in, strata::Act out) {
     a.gating = static_cast<int32_t>(hp.expert_gating);
     a.norm = hp.expert_weights_norm ? 1 : 0;
     a.scale = hp.expert_weights_scale;
+    a.groups = static_cast<int32_t>(hp.n_expert_groups), a.groups_used = static_cast<int32_t>(hp.n_expert_groups_used);
     STRATA_RETURN_IF_ERROR(
         L()(kernels_.moe_topk, Dim3{GridFor(n, 4), 1, 1}, Dim3{4 * L().warp(), 1, 1}, 0, a));
   }

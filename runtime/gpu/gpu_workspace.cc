@@ -16,7 +16,19 @@ uint64_t Q(int64_t n, int64_t cols) { return TakeBytes<uint8_t>(QuantizedBytes(n
 // product quantizes the gate's output.
 uint64_t SwiGluBytes(int64_t n, int64_t in, int64_t ff) { return 2 * Fl(n * ff) + Q(n, in) + Q(n, ff); }
 
+// GpuBackend::LatentAttention's takes, then its output product's activations.
+uint64_t LatentAttentionBytes(const HParams& hp, int64_t n, int64_t max_keys) {
+  const AttentionShape s = AttentionShape::For(hp, Mixer::kLatentAttention, n, max_keys);
+  const int64_t H = hp.n_head, Dk = hp.head_dim_k, Dv = hp.head_dim_v, L = hp.kv_lora_rank, nope = hp.MlaNope(),
+                Vm = hp.head_dim_v_mla, Dq = hp.head_dim_k_mla;
+  return Fl(n * H * Dq) + (hp.q_lora_rank ? Fl(n * hp.q_lora_rank) : 0) + Fl(n * Dk) + Fl(n * H * Dk) +
+         Fl(H * n * std::max(nope, L)) + Fl(H * n * std::max(L, Vm)) + Fl(n * H * Dv) + Fl(n * H * Vm) +
+         (s.splits > 1 ? Fl(n * H * s.splits * (Dv + 2)) : 0) + Q(n, hp.n_embd) +
+         Q(H * n, std::max({nope, L, static_cast<int64_t>(hp.q_lora_rank)})) + Q(n, H * Vm);
+}
+
 uint64_t AttentionBytes(const HParams& hp, Mixer mixer, int64_t n, int64_t max_keys) {
+  if (mixer == Mixer::kLatentAttention) return LatentAttentionBytes(hp, n, max_keys);
   const AttentionShape s = AttentionShape::For(hp, mixer, n, max_keys);
   const int64_t H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
   return Fl(n * s.q_width) + Fl(n * Hkv * Dk) + Fl(n * Hkv * Dv) + Fl(n * H * Dv) +

@@ -64,6 +64,8 @@ Result<KernelTable> KernelTable::Load(Device& d) {
       {"strata_quantize_q8", &t.quantize},
       {"strata_quantize_q8k", &t.quantize_q8k},
       {"strata_attn_prep", &t.attn_prep},
+      {"strata_mla_prep", &t.mla_prep},
+      {"strata_copy_rows", &t.copy_rows},
       {"strata_attention", &t.attention},
       {"strata_attn_combine", &t.attn_combine},
       {"strata_moe_topk", &t.moe_topk},

@@ -22,7 +22,7 @@ struct KernelTable {
   std::array<Kernel, kTypes> mmq_mma{};
   Kernel fill = nullptr, add = nullptr, add_bias = nullptr, add_bias_places = nullptr, swiglu = nullptr, shared_gate = nullptr, argmax = nullptr;
   Kernel rms_norm = nullptr, gated_norm = nullptr, quantize = nullptr, quantize_q8k = nullptr;
-  Kernel attn_prep = nullptr, attention = nullptr, attn_combine = nullptr;
+  Kernel attn_prep = nullptr, attention = nullptr, attn_combine = nullptr, mla_prep = nullptr, copy_rows = nullptr;
   Kernel moe_topk = nullptr, moe_count = nullptr, moe_offsets = nullptr, moe_place = nullptr, moe_combine = nullptr;
   Kernel delta_conv = nullptr, delta_conv_update = nullptr, delta_prep = nullptr, delta_rule = nullptr;
 

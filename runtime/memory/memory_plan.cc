@@ -257,13 +257,22 @@ void AddBackendLines(const PlanScope& s) {
   uint32_t attn_layers = 0;
   for (uint32_t il = 0; il < hp.n_layer; ++il) attn_layers += hp.IsRecurrentLayer(il) ? 0 : 1;
   const std::string kv_name(KvTypeName(in.kv_type));
+  // Latent attention caches one row a position (the latent and the RoPE
+  // part) and reads its values from it.
+  const std::string how =
+      hp.IsLatentAttention()
+          ? StrFormat("%d seq x %lld positions x %u latent-attention layers x %lld B (%u latent + %u RoPE dims as %s; "
+                      "the values are the latent, no V cache)",
+                      in.parallel, static_cast<long long>(in.n_ctx), attn_layers,
+                      static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)), hp.kv_lora_rank, hp.n_rot,
+                      kv_name.c_str())
+          : StrFormat("%d seq x %lld positions x %u attention layers x %u KV heads x (%lld + %lld) B (%u + %u dims as %s)",
+                      in.parallel, static_cast<long long>(in.n_ctx), attn_layers, hp.n_head_kv,
+                      static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)),
+                      static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_v)), hp.head_dim_k, hp.head_dim_v,
+                      kv_name.c_str());
   s.Add(PlanItem::kKvCache, s.own, "KV cache (" + kv_name + ")",
-        static_cast<uint64_t>(in.parallel) * (per_seq - recurrent), true,
-        StrFormat("%d seq x %lld positions x %u attention layers x %u KV heads x (%lld + %lld) B (%u + %u dims as %s)",
-                  in.parallel, static_cast<long long>(in.n_ctx), attn_layers, hp.n_head_kv,
-                  static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)),
-                  static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_v)), hp.head_dim_k, hp.head_dim_v,
-                  kv_name.c_str()));
+        static_cast<uint64_t>(in.parallel) * (per_seq - recurrent), true, how);
   if (recurrent)
     s.Add(PlanItem::kRecurrentState, s.own, "recurrent state (F32)", static_cast<uint64_t>(in.parallel) * recurrent,
           true,
@@ -299,6 +308,10 @@ void AddBackendLines(const PlanScope& s) {
     const auto cols = static_cast<int64_t>(t.shape[0]);
     if (t.expert_count == 0) {
       act = std::max(act, s.backend.ScratchBytes(t.type, cols, s.T));
+      continue;
+    }
+    if (!IsRoutedExpert(t)) {  // per-head matrices (deepseek2's attn_k_b, attn_v_b): one batch of every head
+      act = std::max(act, s.backend.BatchScratchBytes(t.type, cols, s.T * static_cast<int64_t>(t.expert_count)));
       continue;
     }
     uint64_t bytes = s.backend.BatchScratchBytes(t.type, cols, expert_rows);

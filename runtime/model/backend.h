@@ -384,6 +384,22 @@ class CpuBackend : public Backend {
   };
   Status CheckRange(const BackendBuffer& b, uint64_t offset, uint64_t bytes, std::string_view what) const;
   float* ActPtr(Act a) const;
+  // The attention ops' shared core (cpu_backend.cc): the queries of the
+  // pass's tokens against their sequences' cached keys and values.
+  struct CachedAttention {
+    const float* q = nullptr;  // token t's head h: q + t * q_width + h * q_head_stride (Dk floats)
+    int64_t q_width = 0, q_head_stride = 0;
+    bool gated = false;        // the head's Dv gate values follow its Dk query values
+    bool v_in_k = false;       // values: each cached key row's first Dv (latent attention; no V cache)
+    float scale = 1.0f;
+    float* attn = nullptr;     // n x n_head x Dv
+    float* scores_all = nullptr;  // tasks x task_floats (AttnTaskFloats)
+    int64_t tasks = 0, task_floats = 0;
+    int64_t* block_start = nullptr;  // n + 1
+    const float* q_at(int64_t t, int64_t h) const { return q + t * q_width + h * q_head_stride; }
+  };
+  void AttendCached(int32_t il, const CachedAttention& c);
+  Status LatentAttention(int32_t il, Act in, Act out);
   Status StartPass(const PassDesc& pass);
 
   std::vector<Block> blocks_;  // by buffer id; freed ids are reused

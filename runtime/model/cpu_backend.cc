@@ -192,7 +192,20 @@ int64_t AttnTaskFloats(const HParams& hp, int64_t max_keys) {
   return (std::max(max_keys, blocked) + 15) / 16 * 16;  // each task's scratch on a cache line
 }
 
+// CpuBackend::LatentAttention's takes, in its order.
+uint64_t LatentAttentionBytes(const HParams& hp, const PassShape& s) {
+  const uint64_t n = static_cast<uint64_t>(s.tokens), H = hp.n_head, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const uint64_t L = hp.kv_lora_rank, nope = hp.MlaNope(), Vm = hp.head_dim_v_mla;
+  return TakeBytes<float>(n * H * hp.head_dim_k_mla) + (hp.q_lora_rank ? TakeBytes<float>(n * hp.q_lora_rank) : 0) +
+         TakeBytes<float>(n * Dk) + TakeBytes<float>(n * H * Dk) + TakeBytes<float>(H * n * std::max(nope, L)) +
+         TakeBytes<float>(H * n * std::max(L, Vm)) + TakeBytes<float>(n * H * Dv) + TakeBytes<float>(n * H * Vm) +
+         TakeBytes<float>(n * hp.n_rot) + TakeBytes<CpuBackend::MatMulJob>(H) + TakeBytes<int64_t>(n + 1) +
+         TakeBytes<float>(static_cast<uint64_t>(ScratchTasks(s.tokens * hp.n_head, s.threads)) *
+                          static_cast<uint64_t>(AttnTaskFloats(hp, s.max_keys)));
+}
+
 uint64_t AttentionBytes(const HParams& hp, Mixer mixer, const PassShape& s) {
+  if (mixer == Mixer::kLatentAttention) return LatentAttentionBytes(hp, s);
   const uint64_t n = static_cast<uint64_t>(s.tokens), H = hp.n_head, Hkv = hp.n_head_kv;
   const uint64_t q_width = (mixer == Mixer::kGatedAttention ? 2 : 1) * H * hp.head_dim_k;
   return TakeBytes<float>(n * q_width) + TakeBytes<float>(n * Hkv * hp.head_dim_k) +
@@ -209,7 +222,7 @@ uint64_t MoeBytes(const HParams& hp, uint64_t n, bool selection_bias) {
   const uint64_t routing = TakeBytes<float>(n * NE) + TakeBytes<int32_t>(n * K) + TakeBytes<float>(n * K) +
                            TakeBytes<float>(K) + TakeBytes<int64_t>(NE + 1) + TakeBytes<int64_t>(NE) +
                            2 * TakeBytes<int64_t>(n * K) + TakeBytes<float>(n * K * E) +
-                           (selection_bias ? TakeBytes<float>(n * NE) : 0);
+                           (selection_bias || hp.n_expert_groups > 1 ? TakeBytes<float>(n * NE) : 0);
   // The executor's path: one expert's rows at a time. The batched path: the
   // token of each entry, gate and up of every entry, the jobs.
   const uint64_t executor = TakeBytes<float>(n * E);
@@ -281,6 +294,7 @@ Status SwiGlu(CpuBackend& be, Workspace& ws, const WeightMatrix& gate, const Wei
 
 Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
   OpScope scope_op(*this);
+  if (mixer == Mixer::kLatentAttention) return LatentAttention(il, in, out_act);
   const PassState& p = *pass_;
   const HParams& hp = *p.hp;
   const Model& m = *p.m;
@@ -342,12 +356,36 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
     }
   };
   ParallelFor(n, [&prepare](int64_t b, int64_t e) { prepare(b, e); });  // one reference: no allocation
-  const float scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
+  CachedAttention c;
+  c.q = qfull;
+  c.q_width = q_width;
+  c.q_head_stride = gated ? 2 * Dk : Dk;
+  c.gated = gated;
+  c.scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
+  c.attn = attn;
+  c.scores_all = scores_all;
+  c.tasks = tasks;
+  c.task_floats = task_floats;
+  c.block_start = block_start;
+  AttendCached(il, c);
+  MatMul(Matrix(*W(m, il, R::kAttnOutput)), attn, n, out);
+  ops::AddBias(out, Model::F32(W(m, il, R::kAttnOutputBias)), n, hp.n_embd);  // gpt-oss
+  return Status::Ok();
+}
+
+// Attention over the cached keys of each token's sequence, as the token's
+// position allows (causal, the sliding window, the sinks): c.attn[t][h] =
+// softmax(scale q . K) V for every token t and query head h, on the pool.
+void CpuBackend::AttendCached(int32_t il, const CachedAttention& c) {
+  const PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const int64_t n = p.n, H = hp.n_head, Hkv = hp.n_head_kv, Dk = hp.head_dim_k, Dv = hp.head_dim_v;
+  const int64_t jobs = n * H;
   const int64_t group = H / Hkv;
   const kernels::AttnKernels& ak = attention();
   // gpt-oss: a sink logit per head, and a sliding window on some layers
   // (a token sees its last n_swa positions).
-  const float* sinks = Model::F32(W(m, il, R::kAttnSinks));
+  const float* sinks = Model::F32(W(*p.m, il, R::kAttnSinks));
   const bool swa = hp.IsSwaLayer(static_cast<uint32_t>(il));
   auto first_key = [&](int64_t pos) { return swa ? std::max<int64_t>(0, pos - hp.n_swa + 1) : int64_t{0}; };
   auto apply_gate = [&](const float* q, float* o) {
@@ -359,28 +397,28 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
     // thread at a time).
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {
-        float* scores = scores_all + task * task_floats;
-        for (int64_t job = jobs * task / tasks; job < jobs * (task + 1) / tasks; ++job) {
+        float* scores = c.scores_all + task * c.task_floats;
+        for (int64_t job = jobs * task / c.tasks; job < jobs * (task + 1) / c.tasks; ++job) {
           const int64_t t = job / H, hh = job % H, kvh = hh / group;
           const int64_t k0 = first_key(p.pos[t]);
           const int64_t n_keys = p.pos[t] + 1 - k0;  // causal, within the window
           const SequenceState& st = p.St(t);
           const KvType kt = st.kv_type;
-          const int64_t kh = KvHeadBytes(kt, Dk), vh = KvHeadBytes(kt, Dv);
-          const float* q = q_at(t, hh);
-          kernels::AttnScoresRefKv(q, StateK(st, il) + k0 * Hkv * kh + kvh * kh, Hkv * kh, kt, n_keys, Dk, scale,
+          const int64_t kh = KvHeadBytes(kt, Dk), vh = c.v_in_k ? kh : KvHeadBytes(kt, Dv);
+          const float* q = c.q_at(t, hh);
+          kernels::AttnScoresRefKv(q, StateK(st, il) + k0 * Hkv * kh + kvh * kh, Hkv * kh, kt, n_keys, Dk, c.scale,
                                    scores);
           if (sinks) kernels::SoftmaxWithSink(scores, n_keys, &sinks[hh]);
           else ops::Softmax(scores, n_keys);
-          float* o = attn + (t * H + hh) * Dv;
+          float* o = c.attn + (t * H + hh) * Dv;
           std::fill(o, o + Dv, 0.0f);
-          kernels::AttnMixRefKv(scores, StateV(st, il) + k0 * Hkv * vh + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
-          if (gated) apply_gate(q, o);
+          kernels::AttnMixRefKv(scores, (c.v_in_k ? StateK(st, il) : StateV(st, il)) + k0 * Hkv * vh + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
+          if (c.gated) apply_gate(q, o);
         }
       }
     };
     // A lambda of one reference: std::function holds it without allocating.
-    ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+    ParallelFor(c.tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
   } else {
     // Blocked: consecutive tokens of one sequence (up to AttnTokensPerBlock)
     // x the query heads of one KV head form a job, so each K and V block is
@@ -389,40 +427,40 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
     const int64_t per_block = AttnTokensPerBlock(hp);
     int64_t n_blocks = 0;
     for (int64_t t = 0; t < n;) {
-      block_start[n_blocks++] = t;
+      c.block_start[n_blocks++] = t;
       const SequenceState* st = p.states[t];
       int64_t e = t + 1;
       while (e < n && e - t < per_block && p.states[e] == st) ++e;
       t = e;
     }
-    block_start[n_blocks] = n;
+    c.block_start[n_blocks] = n;
     const int64_t block_jobs = n_blocks * Hkv;
     const int64_t rows_max = AttnRowsPerJob(hp);
     auto tasks_body = [&](int64_t task_begin, int64_t task_end) {
       for (int64_t task = task_begin; task < task_end; ++task) {
         // The task's scratch (AttnTaskFloats): the kernel's, then the row
         // pointers and key counts (8 bytes, 2 floats each).
-        float* kernel_scratch = scores_all + task * task_floats;
+        float* kernel_scratch = c.scores_all + task * c.task_floats;
         float* tables = kernel_scratch + kernels::AttnBlockScratchFloats(rows_max, Dk, Dv);
         auto* q_rows = reinterpret_cast<const float**>(tables);
         auto* o_rows = reinterpret_cast<float**>(tables + 2 * rows_max);
         auto* n_keys = reinterpret_cast<int64_t*>(tables + 4 * rows_max);
         auto* k_first = reinterpret_cast<int64_t*>(tables + 6 * rows_max);
         float* row_sink = tables + 8 * rows_max;
-        for (int64_t job = task; job < block_jobs; job += tasks) {
+        for (int64_t job = task; job < block_jobs; job += c.tasks) {
           const int64_t b = job / Hkv, kvh = job % Hkv;
           int64_t rows = 0;
-          for (int64_t t = block_start[b]; t < block_start[b + 1]; ++t)
+          for (int64_t t = c.block_start[b]; t < c.block_start[b + 1]; ++t)
             for (int64_t g = 0; g < group; ++g, ++rows) {
               const int64_t hh = kvh * group + g;
-              q_rows[rows] = q_at(t, hh);
-              o_rows[rows] = attn + (t * H + hh) * Dv;
+              q_rows[rows] = c.q_at(t, hh);
+              o_rows[rows] = c.attn + (t * H + hh) * Dv;
               n_keys[rows] = p.pos[t] + 1;  // causal
               k_first[rows] = first_key(p.pos[t]);
               row_sink[rows] = sinks ? sinks[hh] : 0.0f;
             }
-          const SequenceState& st = p.St(block_start[b]);
-          const int64_t kh = KvHeadBytes(st.kv_type, Dk), vh = KvHeadBytes(st.kv_type, Dv);
+          const SequenceState& st = p.St(c.block_start[b]);
+          const int64_t kh = KvHeadBytes(st.kv_type, Dk), vh = c.v_in_k ? kh : KvHeadBytes(st.kv_type, Dv);
           kernels::AttnBlockArgs a;
           a.q = q_rows;
           a.n_keys = n_keys;
@@ -430,25 +468,132 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
           a.rows = rows;
           a.K = StateK(st, il) + kvh * kh;
           a.k_stride = Hkv * kh;
-          a.V = StateV(st, il) + kvh * vh;
+          a.V = (c.v_in_k ? StateK(st, il) : StateV(st, il)) + kvh * vh;
           a.v_stride = Hkv * vh;
           a.kv = st.kv_type;
           a.dk = Dk;
           a.dv = Dv;
-          a.scale = scale;
+          a.scale = c.scale;
           a.scratch = kernel_scratch;
           a.first_key = swa ? k_first : nullptr;
           a.sink = sinks ? row_sink : nullptr;
           ak.block(a);
-          if (gated)
+          if (c.gated)
             for (int64_t r = 0; r < rows; ++r) apply_gate(q_rows[r], o_rows[r]);
         }
       }
     };
-    ParallelFor(tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
+    ParallelFor(c.tasks, [&tasks_body](int64_t b, int64_t e) { tasks_body(b, e); });
   }
-  MatMul(Matrix(*W(m, il, R::kAttnOutput)), attn, n, out);
-  ops::AddBias(out, Model::F32(W(m, il, R::kAttnOutputBias)), n, hp.n_embd);  // gpt-oss
+}
+
+// deepseek2's multi-head latent attention, absorbed (Mixer::kLatentAttention,
+// arch_spec.h): the queries and the cached rows, each head's nope part
+// through attn_k_b into the latent, multi-query attention over the rows
+// (values: their latent part), each head's output through attn_v_b, then
+// attn_output. The per-head products run as one batch of every head.
+Status CpuBackend::LatentAttention(int32_t il, Act in, Act out_act) {
+  const PassState& p = *pass_;
+  const HParams& hp = *p.hp;
+  const Model& m = *p.m;
+  Workspace& ws = *p.ws;
+  const float* h = ActPtr(in);
+  float* out = ActPtr(out_act);
+  // Dk: a cached row (latent, then the RoPE part); Dq: a query head before
+  // absorption (nope, then the RoPE part).
+  const int64_t n = p.n, H = hp.n_head, Dk = hp.head_dim_k, Dv = hp.head_dim_v, rot = hp.n_rot;
+  const int64_t L = hp.kv_lora_rank, Dq = hp.head_dim_k_mla, nope = hp.MlaNope(), Vm = hp.head_dim_v_mla;
+  WorkspaceScope scope(ws);
+  float* q = ws.Take<float>(n * H * Dq);
+  float* qa = hp.q_lora_rank ? ws.Take<float>(n * hp.q_lora_rank) : nullptr;
+  float* kv = ws.Take<float>(n * Dk);
+  float* qcat = ws.Take<float>(n * H * Dk);
+  float* head_in = ws.Take<float>(H * n * std::max(nope, L));  // the per-head products' rows, head by head
+  float* head_out = ws.Take<float>(H * n * std::max(L, Vm));
+  float* attn = ws.Take<float>(n * H * Dv);
+  float* vout = ws.Take<float>(n * H * Vm);
+  float* angles = ws.Take<float>(n * rot);
+  MatMulJob* jobs = ws.Take<MatMulJob>(H);
+  const int64_t tasks = ScratchTasks(n * H, threads());
+  const int64_t task_floats = AttnTaskFloats(hp, p.max_keys);
+  int64_t* block_start = ws.Take<int64_t>(n + 1);
+  float* scores_all = ws.Take<float>(tasks * task_floats);
+  if (!scores_all) return ws.Exhausted("latent attention");
+  if (qa) {
+    MatMul(Matrix(*W(m, il, R::kAttnQA)), h, n, qa);
+    const float* qa_norm = Model::F32(W(m, il, R::kAttnQANorm));
+    for (int64_t t = 0; t < n; ++t) ops::RmsNorm(qa + t * hp.q_lora_rank, qa_norm, hp.q_lora_rank, hp.rms_eps);
+    MatMul(Matrix(*W(m, il, R::kAttnQB)), qa, n, q);
+  } else {
+    MatMul(Matrix(*W(m, il, R::kAttnQ)), h, n, q);
+  }
+  MatMul(Matrix(*W(m, il, R::kAttnKvAMqa)), h, n, kv);
+  const float* kv_norm = Model::F32(W(m, il, R::kAttnKvANorm));
+  const ops::RopeParams rope = ops::RopeParamsFor(hp);
+  auto rotate = [&](float* x, const float* cs) {
+    if (hp.rope_type == RopeType::kNorm) ops::RopeNorm(x, rot, cs);
+    else ops::RopeNeox(x, rot, cs);
+  };
+  // Per token: the latent's norm, RoPE of the key part and every query
+  // head's, the row appended to the cache; the queries' RoPE parts into
+  // qcat, their nope parts gathered head by head for attn_k_b.
+  auto prepare = [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      float* cs = angles + t * rot;
+      ops::RopeAngles(rot, p.pos[t], rope, cs);
+      float* row = kv + t * Dk;
+      ops::RmsNorm(row, kv_norm, L, hp.rms_eps);
+      rotate(row + L, cs);
+      for (int64_t hh = 0; hh < H; ++hh) {
+        float* qh = q + (t * H + hh) * Dq;
+        rotate(qh + nope, cs);
+        std::copy(qh + nope, qh + Dq, qcat + (t * H + hh) * Dk + L);
+        std::copy(qh, qh + nope, head_in + (hh * n + t) * nope);
+      }
+      SequenceState& st = p.St(t);
+      StoreKvRow(st.kv_type, row, Dk, StateK(st, il) + p.pos[t] * KvHeadBytes(st.kv_type, Dk));
+    }
+  };
+  ParallelFor(n, [&prepare](int64_t b, int64_t e) { prepare(b, e); });  // one reference: no allocation
+  // Each head's absorbed query: attn_k_b's head (L rows of nope) times its nope part.
+  const TensorView& k_b = *W(m, il, R::kAttnKB);
+  const TensorView& v_b = *W(m, il, R::kAttnVB);
+  for (int64_t hh = 0; hh < H; ++hh)
+    jobs[hh] = {ExpertMatrix(k_b, static_cast<uint32_t>(hh)), head_in + hh * n * nope, nullptr, n,
+                head_out + hh * n * L};
+  MatMulBatch({jobs, static_cast<size_t>(H)});
+  ParallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t hh = 0; hh < H; ++hh)
+        std::copy_n(head_out + (hh * n + t) * L, L, qcat + (t * H + hh) * Dk);
+  });
+  CachedAttention c;
+  c.q = qcat;
+  c.q_width = H * Dk;
+  c.q_head_stride = Dk;
+  c.v_in_k = true;
+  c.scale = ops::LatentAttentionScale(hp);
+  c.attn = attn;
+  c.scores_all = scores_all;
+  c.tasks = tasks;
+  c.task_floats = task_floats;
+  c.block_start = block_start;
+  AttendCached(il, c);
+  // Each head's output (L latent values) through its attn_v_b (Vm rows of L).
+  ParallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t hh = 0; hh < H; ++hh) std::copy_n(attn + (t * H + hh) * Dv, L, head_in + (hh * n + t) * L);
+  });
+  for (int64_t hh = 0; hh < H; ++hh)
+    jobs[hh] = {ExpertMatrix(v_b, static_cast<uint32_t>(hh)), head_in + hh * n * L, nullptr, n,
+                head_out + hh * n * Vm};
+  MatMulBatch({jobs, static_cast<size_t>(H)});
+  ParallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t hh = 0; hh < H; ++hh)
+        std::copy_n(head_out + (hh * n + t) * Vm, Vm, vout + (t * H + hh) * Vm);
+  });
+  MatMul(Matrix(*W(m, il, R::kAttnOutput)), vout, n, out);
   return Status::Ok();
 }
 
@@ -499,16 +644,20 @@ Status CpuBackend::MoeFfn(int32_t il, Act in, Act out_act) {
   // Each token's routing on the pool (tokens are independent), then the
   // observer, in token order.
   const float* bias = Model::F32(W(*p.m, il, R::kFfnExpProbsB));  // the selection bias, or null
-  float* biased = bias ? ws.Take<float>(n * NE) : nullptr;
-  if (bias && !biased) return ws.Exhausted("MoE routing");
+  // The selection scores, where they differ from the probabilities: plus
+  // the bias, and without the groups not kept (ops::MaskExpertGroups).
+  const bool selection = bias || hp.n_expert_groups > 1;
+  float* biased = selection ? ws.Take<float>(n * NE) : nullptr;
+  if (selection && !biased) return ws.Exhausted("MoE routing");
   auto route = [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) {
       float* pr = probs + t * NE;
       ops::RouterProbs(hp.expert_gating, pr, NE);
       int32_t* s = sel + t * K;
-      if (bias) {  // chosen on probs + bias, weighted by the probs
+      if (selection) {  // chosen on probs + bias in the kept groups, weighted by the probs
         float* b = biased + t * NE;
-        for (int64_t e = 0; e < NE; ++e) b[e] = pr[e] + bias[e];
+        for (int64_t e = 0; e < NE; ++e) b[e] = bias ? pr[e] + bias[e] : pr[e];
+        ops::MaskExpertGroups(hp, b);
         ops::TopK(b, NE, K, s);
       } else {
         ops::TopK(pr, NE, K, s);

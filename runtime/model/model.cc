@@ -108,7 +108,7 @@ uint64_t Model::DecodeBytesPerToken() const {
   uint64_t bytes = 0;
   auto add = [&](const TensorView* t) {
     if (!t) return;
-    if (t->expert_count > 0) bytes += t->data.size() / t->expert_count * hp_.n_expert_used;
+    if (IsRoutedExpert(*t)) bytes += t->data.size() / t->expert_count * hp_.n_expert_used;
     else bytes += t->data.size();
   };
   for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {

@@ -54,7 +54,10 @@ RopeParams RopeParamsFor(const HParams& hp) {
     const float factor = 1.0f / rp.freq_scale;
     // llama.cpp: get_mscale(factor) / (1 + 0.1 ln factor), so that with the
     // rotation's own (1 + 0.1 ln factor) the magnitude is get_mscale(factor).
-    const float get_mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+    // With deepseek2's yarn_log_multiplier (mscale_all_dim), llama.cpp's
+    // factor is get_mscale(mscale) / get_mscale(mscale_all_dim) with mscale
+    // set to mscale_all_dim: 1.
+    const float get_mscale = factor <= 1.0f || hp.rope_yarn_log_mul != 0.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
     rp.mscale = get_mscale * (1.0f / (1.0f + 0.1f * std::log(factor)));
     // ggml_rope_yarn_corr_dims with beta_fast 32, beta_slow 1.
     const auto n_dims = static_cast<float>(hp.n_rot);
@@ -68,6 +71,37 @@ RopeParams RopeParamsFor(const HParams& hp) {
   }
   rp.mscale *= hp.rope_attn_factor;
   return rp;
+}
+
+float LatentAttentionScale(const HParams& hp) {
+  const RopeParams rp = RopeParamsFor(hp);
+  const float ln_inv_scale = std::log(1.0f / rp.freq_scale);
+  const float log_mul = hp.rope_yarn_log_mul / 0.1f;
+  const float mscale = rp.mscale * (1.0f + 0.1f * ln_inv_scale) * (1.0f + 0.1f * log_mul * ln_inv_scale);
+  return mscale * mscale / std::sqrt(static_cast<float>(hp.head_dim_k_mla));
+}
+
+void MaskExpertGroups(const HParams& hp, float* sel) {
+  const int64_t G = hp.n_expert_groups;
+  if (G <= 1) return;
+  const int64_t per = hp.n_expert / G;
+  constexpr int64_t kMaxGroups = 32;  // CheckHParams
+  float score[kMaxGroups];
+  for (int64_t g = 0; g < G; ++g) {
+    float a = -INFINITY, b = -INFINITY;  // the two best of the group
+    for (int64_t e = g * per; e < (g + 1) * per; ++e) {
+      if (sel[e] > a) b = a, a = sel[e];
+      else if (sel[e] > b) b = sel[e];
+    }
+    score[g] = a + b;
+  }
+  int32_t keep[kMaxGroups];
+  TopK(score, G, hp.n_expert_groups_used, keep);
+  uint32_t kept = 0;
+  for (uint32_t j = 0; j < hp.n_expert_groups_used; ++j) kept |= 1u << keep[j];
+  for (int64_t g = 0; g < G; ++g)
+    if (!(kept >> g & 1u))
+      for (int64_t e = g * per; e < (g + 1) * per; ++e) sel[e] = -INFINITY;
 }
 
 void RopeAngles(int64_t n_rot, int64_t pos, const RopeParams& rp, float* cs) {

@@ -48,6 +48,16 @@ struct RopeParams {
 // ext_factor 1, beta_fast 32, beta_slow 1, its attention factor cancelled
 // against the magnitude correction the rotation applies).
 RopeParams RopeParamsFor(const HParams& hp);
+// deepseek2's attention scale (llama.cpp's kq_scale for it): mscale^2 /
+// sqrt(head_dim_k_mla), mscale = the rotation's attention factor times
+// (1 + 0.1 ln(1 / freq_scale)) times (1 + 0.1 log_mul ln(1 / freq_scale)),
+// log_mul = rope.scaling.yarn_log_multiplier / 0.1.
+float LatentAttentionScale(const HParams& hp);
+// Group-limited selection (HParams::n_expert_groups > 1): the selection
+// scores `sel` (n_expert values) of the groups outside the
+// n_expert_groups_used whose two best scores sum highest (ties: the lower
+// group) become -infinity, so that TopK chooses inside the kept groups.
+void MaskExpertGroups(const HParams& hp, float* sel);
 void RopeAngles(int64_t n_rot, int64_t pos, const RopeParams& rp, float* cs);
 void RopeNeox(float* x, int64_t n_rot, const float* cs);
 // The router's probabilities in place, as HParams::expert_gating says:

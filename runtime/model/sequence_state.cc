@@ -25,7 +25,9 @@ std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64
       place(l.ssm, uint64_t{hp.ssm_dt_rank} * hp.ssm_d_state * hp.ssm_d_state * sizeof(float));
     } else {
       place(l.k, positions * hp.n_head_kv * static_cast<uint64_t>(KvHeadBytes(kv, hp.head_dim_k)));
-      place(l.v, positions * hp.n_head_kv * static_cast<uint64_t>(KvHeadBytes(kv, hp.head_dim_v)));
+      // Latent attention reads its values from the key rows: no V cache.
+      place(l.v, hp.IsLatentAttention() ? 0
+                                        : positions * hp.n_head_kv * static_cast<uint64_t>(KvHeadBytes(kv, hp.head_dim_v)));
     }
   }
   if (bytes) *bytes = end;

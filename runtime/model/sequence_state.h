@@ -33,7 +33,7 @@ struct SequenceState {
   };
   struct Layer {
     Part k;     // [n_ctx][n_head_kv][head_dim_k as kv_type]
-    Part v;     // [n_ctx][n_head_kv][head_dim_v as kv_type]
+    Part v;     // [n_ctx][n_head_kv][head_dim_v as kv_type]; none with latent attention (values: k's rows)
     Part conv;  // [(d_conv - 1)][conv_dim] F32: the last inputs
     Part ssm;   // [n_v_heads][d_state (key)][d_state (value)] F32
   };

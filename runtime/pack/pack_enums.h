@@ -23,7 +23,8 @@ STRATA_PIN(Arch::kQwen3, fb::Arch::Qwen3);
 STRATA_PIN(Arch::kGlm4Moe, fb::Arch::Glm4Moe);
 STRATA_PIN(Arch::kGptOss, fb::Arch::GptOss);
 STRATA_PIN(Arch::kQwen3Next, fb::Arch::Qwen3Next);
-static_assert(fb::Arch::MAX == fb::Arch::Qwen3Next, "an architecture id was added to the schema: add it to Arch");
+STRATA_PIN(Arch::kDeepseek2, fb::Arch::Deepseek2);
+static_assert(fb::Arch::MAX == fb::Arch::Deepseek2, "an architecture id was added to the schema: add it to Arch");
 
 STRATA_PIN(RopeType::kNorm, fb::RopeType::Norm);
 STRATA_PIN(RopeType::kNeox, fb::RopeType::Neox);
@@ -78,6 +79,13 @@ STRATA_PIN(TensorRole::kFfnGateInpBias, fb::TensorRole::FfnGateInpBias);
 STRATA_PIN(TensorRole::kFfnGateExpsBias, fb::TensorRole::FfnGateExpsBias);
 STRATA_PIN(TensorRole::kFfnUpExpsBias, fb::TensorRole::FfnUpExpsBias);
 STRATA_PIN(TensorRole::kFfnDownExpsBias, fb::TensorRole::FfnDownExpsBias);
+STRATA_PIN(TensorRole::kAttnQA, fb::TensorRole::AttnQA);
+STRATA_PIN(TensorRole::kAttnQANorm, fb::TensorRole::AttnQANorm);
+STRATA_PIN(TensorRole::kAttnQB, fb::TensorRole::AttnQB);
+STRATA_PIN(TensorRole::kAttnKvAMqa, fb::TensorRole::AttnKvAMqa);
+STRATA_PIN(TensorRole::kAttnKvANorm, fb::TensorRole::AttnKvANorm);
+STRATA_PIN(TensorRole::kAttnKB, fb::TensorRole::AttnKB);
+STRATA_PIN(TensorRole::kAttnVB, fb::TensorRole::AttnVB);
 static_assert(static_cast<uint64_t>(TensorRole::kCount) == static_cast<uint64_t>(fb::TensorRole::MAX) + 1,
               "TensorRole and the schema's TensorRole list different roles");
 

@@ -74,6 +74,13 @@ HParams HParamsFromManifest(const fb::HyperParams& f) {
   h.n_expert_shared = f.n_expert_shared();
   h.n_swa = f.n_swa();
   h.swa_pattern = f.swa_pattern();
+  h.q_lora_rank = f.q_lora_rank();
+  h.kv_lora_rank = f.kv_lora_rank();
+  h.head_dim_k_mla = f.head_dim_k_mla();
+  h.head_dim_v_mla = f.head_dim_v_mla();
+  h.n_expert_groups = f.n_expert_groups();
+  h.n_expert_groups_used = f.n_expert_groups_used();
+  h.rope_yarn_log_mul = f.rope_yarn_log_mul();
   h.swiglu_alpha = f.swiglu_alpha();
   h.swiglu_limit = f.swiglu_limit();
   h.ssm_grouped_heads = f.ssm_grouped_heads();
@@ -360,8 +367,8 @@ Status Pack::CheckAgainstSpec() {
         return Bad(name, what + " shape", ShapeText(e.shape), ShapeText({v->shape.data(), v->rank}));
       if (!TypeAllowed(e.spec->types, v->type))
         return Bad(name, what + " type", std::string(TypeRuleText(e.spec->types)), std::string(TypeName(v->type)));
-      if (e.spec->layers != LayerSet::kGlobal && e.spec->rank == 3 && v->expert_count != hparams_.n_expert)
-        return Bad(name, what + " expert_count", U64(hparams_.n_expert), U64(v->expert_count));
+      if (e.spec->rank == 3 && v->expert_count != e.shape[2])  // experts, or deepseek2's per-head matrices
+        return Bad(name, what + " expert_count", U64(e.shape[2]), U64(v->expert_count));
     }
     for (uint32_t i = 0; i < n_tensors; ++i)
       if (!ts->Get(i)->is_decode_copy() && !expected_names.count(tensors_[i].name))

@@ -69,6 +69,27 @@ HParams Smallest(Arch arch) {
       h.ssm_dt_rank = 2;
       h.ssm_d_inner = 32;
       break;
+    case Arch::kDeepseek2:  // latent attention (low-rank query), a dense layer, an MoE layer with expert groups
+      h.n_layer_all = h.n_layer = 2;
+      h.n_layer_dense_lead = 1;
+      h.n_ff = 32;
+      h.n_head_kv = 1;
+      h.q_lora_rank = 32;
+      h.kv_lora_rank = 32;
+      h.head_dim_k = h.kv_lora_rank + h.n_rot;
+      h.head_dim_v = h.kv_lora_rank;
+      h.head_dim_k_mla = h.n_rot + 32;
+      h.head_dim_v_mla = 32;
+      h.n_expert = 4;
+      h.n_expert_used = 2;
+      h.n_ff_exp = 32;
+      h.n_expert_shared = 1;
+      h.n_ff_shexp = 32;
+      h.n_expert_groups = 2;
+      h.n_expert_groups_used = 1;
+      h.expert_gating = ExpertGating::kSigmoid;
+      h.rope_yarn_log_mul = 0.1f;
+      break;
     case Arch::kGptOss:
       h.n_expert = 4;
       h.n_expert_used = 2;
@@ -138,7 +159,8 @@ Status Run(const std::string& dir) {
   std::filesystem::create_directories(g);
   std::filesystem::create_directories(p);
 
-  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss, Arch::kQwen3Next}) {
+  for (Arch arch : {Arch::kLlama, Arch::kQwen3Moe, Arch::kQwen35Moe, Arch::kGlm4Moe, Arch::kGptOss, Arch::kQwen3Next,
+                    Arch::kDeepseek2}) {
     STRATA_ASSIGN_OR_RETURN(GgufBuilder b, Model(arch));
     const std::string name(ArchName(arch));
     STRATA_RETURN_IF_ERROR(Write(b, g + "/" + name + ".gguf"));

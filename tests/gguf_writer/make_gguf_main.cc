@@ -24,10 +24,15 @@ int Main(int argc, char** argv) {
   // default there), so a path such as /data/model.gguf stays a path.
   app.allow_windows_style_options(false);
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling, vocab_from, pre;
-  bool qk_norm = false, f32_math = false, print_xxh3 = false, split_qkvz = false;
+  bool qk_norm = false, f32_math = false, print_xxh3 = false, split_qkvz = false, lite = false, legacy_kv_b = false;
   uint32_t layers = 0, split = 1, context_length = 0;
   uint64_t seed = 1;
-  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, qwen3next, glm4moe or gpt-oss");
+  app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, qwen3next, glm4moe, gpt-oss or deepseek2");
+  app.add_flag("--legacy-kv-b", legacy_kv_b,
+               "deepseek2: the older GGUF form (one attn_kv_b a layer, no key_length_mla), as converted before "
+               "llama.cpp split the KV up-projection");
+  app.add_flag("--lite", lite,
+               "deepseek2: DeepSeek-V2-Lite's form (one attn_q, softmax router, no expert groups) instead of V3's");
   app.add_option("--preset", preset,
                  "tiny (the conformance fixtures' shapes), qwen3-30b-a3b, qwen36-35b-a3b, glm45-air or gpt-oss-20b "
                  "(real layer shapes)");
@@ -88,7 +93,7 @@ int Main(int argc, char** argv) {
   s.seed = seed;
   s.tokenizer_gguf = tok;
   if (preset == "tiny") {
-    s.hp = TinyHParams(s.arch);
+    s.hp = lite && s.arch == Arch::kDeepseek2 ? TinyDeepseek2LiteHParams() : TinyHParams(s.arch);
     if (layers) {
       s.hp.n_layer_all = layers + s.hp.nextn_predict_layers;
       s.hp.n_layer = layers;
@@ -114,6 +119,7 @@ int Main(int argc, char** argv) {
   s.qk_norm = qk_norm;
   s.f32_math = f32_math;
   s.split_qkvz = split_qkvz;
+  s.legacy_kv_b = legacy_kv_b;
   if (context_length) s.hp.n_ctx_train = context_length;
   if (!rope_scaling.empty()) {
     Status rs = ParseRopeScaling(rope_scaling, &s.hp);

@@ -164,6 +164,52 @@ HParams TinyGlm4MoeHParams() {
   return h;
 }
 
+HParams TinyDeepseek2HParams() {
+  HParams h;
+  h.n_vocab = 512;
+  h.n_ctx_train = 256;
+  h.n_embd = 256;
+  h.n_layer_all = h.n_layer = 3;
+  h.n_head = 8;
+  h.n_head_kv = 1;
+  h.q_lora_rank = 64;
+  h.kv_lora_rank = 64;
+  h.n_rot = 32;
+  h.head_dim_k = h.kv_lora_rank + h.n_rot;
+  h.head_dim_v = h.kv_lora_rank;
+  h.head_dim_k_mla = 64;  // nope 32 + rope 32
+  h.head_dim_v_mla = 32;
+  h.rope_freq_base = 10000.0f;
+  h.rope_yarn_log_mul = 0.1f;  // DeepSeek V3's mscale_all_dim 1, as its converter writes it
+  h.rms_eps = 1e-6f;
+  h.n_ff = 512;
+  h.n_expert = 16;
+  h.n_expert_used = 4;
+  h.n_ff_exp = 64;
+  h.n_expert_shared = 2;
+  h.n_ff_shexp = 128;
+  h.n_layer_dense_lead = 1;
+  h.expert_gating = ExpertGating::kSigmoid;
+  h.expert_weights_norm = true;
+  h.expert_weights_scale = 2.5f;
+  h.n_expert_groups = 4;
+  h.n_expert_groups_used = 2;
+  return h;
+}
+
+HParams TinyDeepseek2LiteHParams() {
+  HParams h = TinyDeepseek2HParams();
+  h.q_lora_rank = 0;
+  h.rope_yarn_log_mul = 0.0707f;  // DeepSeek-V2-Lite's mscale_all_dim 0.707
+  h.expert_gating = ExpertGating::kSoftmax;
+  h.expert_weights_norm = false;
+  h.expert_weights_scale = 1.0f;
+  h.n_expert_groups = h.n_expert_groups_used = 0;
+  h.n_expert_shared = 1;
+  h.n_ff_shexp = 64;
+  return h;
+}
+
 HParams TinyGptOssHParams() {
   HParams h;
   h.n_vocab = 512;
@@ -263,6 +309,7 @@ HParams TinyHParams(Arch arch) {
     case Arch::kQwen3: return TinyQwen3HParams();
     case Arch::kQwen35Moe: return TinyQwen35MoeHParams();
     case Arch::kQwen3Next: return TinyQwen3NextHParams();
+    case Arch::kDeepseek2: return TinyDeepseek2HParams();
     default: return TinyQwen3MoeHParams();
   }
 }
@@ -363,6 +410,22 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     b.F32(a + ".expert_weights_scale", hp.expert_weights_scale);
     b.U32(a + ".nextn_predict_layers", hp.nextn_predict_layers);
   }
+  if (spec.arch == Arch::kDeepseek2) {
+    b.U32(a + ".attention.key_length_mla", hp.head_dim_k_mla).U32(a + ".attention.value_length_mla", hp.head_dim_v_mla);
+    b.U32(a + ".attention.q_lora_rank", hp.q_lora_rank).U32(a + ".attention.kv_lora_rank", hp.kv_lora_rank);
+    b.U32(a + ".expert_shared_count", hp.n_expert_shared);
+    b.U32(a + ".leading_dense_block_count", hp.n_layer_dense_lead);
+    b.U32(a + ".expert_gating_func", static_cast<uint32_t>(hp.expert_gating));
+    b.Bool(a + ".expert_weights_norm", hp.expert_weights_norm);
+    b.F32(a + ".expert_weights_scale", hp.expert_weights_scale);
+    b.U32(a + ".expert_group_count", hp.n_expert_groups).U32(a + ".expert_group_used_count", hp.n_expert_groups_used);
+    b.F32(a + ".rope.scaling.yarn_log_multiplier", hp.rope_yarn_log_mul);
+    if (spec.legacy_kv_b) {
+      b.Remove(a + ".attention.key_length_mla").Remove(a + ".attention.value_length_mla");
+      b.U32(a + ".attention.key_length", hp.head_dim_k_mla).U32(a + ".attention.value_length", hp.head_dim_v_mla);
+      b.U32(a + ".attention.head_count_kv", hp.n_head);
+    }
+  }
   if (spec.arch == Arch::kGptOss) {
     b.U32(a + ".attention.sliding_window", hp.n_swa);
     b.U32(a + ".attention.sliding_window_pattern", hp.swa_pattern);
@@ -409,12 +472,32 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
 
   std::mt19937_64 rng(spec.seed);
   for (const ExpectedTensor& e : ExpectedTensors(GetArchSpec(spec.arch), hp)) {
+    if (spec.legacy_kv_b && (e.spec->role == TensorRole::kAttnKB || e.spec->role == TensorRole::kAttnVB)) {
+      if (e.spec->role == TensorRole::kAttnVB) continue;
+      // The older form's attn_kv_b in attn_k_b's place: per head, its nope
+      // rows then its value rows, each kv_lora_rank wide.
+      const int64_t L = hp.kv_lora_rank, rows = int64_t{hp.n_head} * (hp.MlaNope() + hp.head_dim_v_mla);
+      std::vector<float> v = Normal(rng, static_cast<uint64_t>(L * rows), 0.0f, spec.weight_scale);
+      GgmlType type = spec.matrix_type;
+      if (L % TypeInfo(type).block_elems != 0) type = GgmlType::kF16;
+      std::vector<uint8_t> bytes = Encode(type, v, L, rng, spec.weight_scale);
+      if (spec.f32_math && type != GgmlType::kF32) {
+        DequantizeRowUnchecked(type, bytes.data(), v.data(), static_cast<int64_t>(v.size()));
+        bytes.resize(v.size() * sizeof(float));
+        std::memcpy(bytes.data(), v.data(), bytes.size());
+        type = GgmlType::kF32;
+      }
+      b.Tensor(TensorName("blk.{L}.attn_kv_b.weight", e.layer), type, {L, rows}, std::move(bytes));
+      continue;
+    }
     if (e.spec->optional) {
       const TensorRole r = e.spec->role;
       const bool bias = r == TensorRole::kAttnQBias || r == TensorRole::kAttnKBias || r == TensorRole::kAttnVBias;
       const bool norm = r == TensorRole::kAttnQNorm || r == TensorRole::kAttnKNorm;
+      // deepseek2's selection bias: with the sigmoid router (DeepSeek V3), not the softmax one (V2).
+      const bool probs_b = r == TensorRole::kFfnExpProbsB && hp.expert_gating == ExpertGating::kSigmoid;
       const bool keep = (r == TensorRole::kOutput && !spec.tied_output) || (bias && spec.attn_biases) ||
-                        (norm && spec.qk_norm);
+                        (norm && spec.qk_norm) || probs_b;
       if (!keep) continue;
     }
     std::vector<int64_t> ne(e.shape.begin(), e.shape.end());

@@ -46,6 +46,10 @@ struct SyntheticModelSpec {
   // The F32-math twin (docs/conformance.md): every matrix the same values,
   // dequantized from the type it would have had and written as F32.
   bool f32_math = false;
+  // deepseek2: the older GGUF form (one attn_kv_b a layer, no key_length_mla;
+  // key_length and value_length the heads' widths, head_count_kv the query
+  // heads), as llama.cpp's converter wrote it before the split.
+  bool legacy_kv_b = false;
   // qwen3next: write attn_qkv + attn_gate (the newer converter's form)
   // instead of the fused ssm_in; ssm_ba is always fused, as
   // llama.cpp requires. Fused tensors' rows: ArchSpec::row_splits.
@@ -64,6 +68,12 @@ HParams TinyGlm4MoeHParams();
 // gpt-oss: 4 layers, a 16-position window on layers 0 and 2, sinks, biases,
 // 8 experts (2 used) with the clamped SwiGLU, YaRN (factor 4, original 64).
 HParams TinyGptOssHParams();
+// deepseek2: DeepSeek V3's form (a low-rank query, the sigmoid router with a
+// selection bias, 4 expert groups of which 2 are kept, 2 shared experts), 1
+// leading dense layer and 2 MoE layers, latent 64, RoPE part 32.
+HParams TinyDeepseek2HParams();
+// DeepSeek-V2-Lite's form: one attn_q, the softmax router, no groups, one shared expert.
+HParams TinyDeepseek2LiteHParams();
 // qwen3next: TinyQwen35MoeHParams' layers with NEOX RoPE (no sections) and
 // 2 value heads per key head in the grouped order.
 HParams TinyQwen3NextHParams();

@@ -119,6 +119,38 @@ STRATA_KERNEL(strata_attn_prep, AttnPrepArgs) {
   }
 }
 
+// Latent attention's preparation. Grid (n, ceil((H + 1) / warps)): a warp per
+// (token, item); items are the query heads (RoPE of the head's RoPE part,
+// copied into qcat, its nope part gathered head by head into head_in), then
+// the cached row (the latent's RMSNorm, RoPE of the key part, the append).
+STRATA_KERNEL(strata_mla_prep, AttnPrepArgs) {
+  const int32_t t = static_cast<int32_t>(blockIdx.x);
+  const int32_t item = static_cast<int32_t>(blockIdx.y * (blockDim.x / kWarpSize) + WarpId());
+  if (item > a.H) return;
+  const int32_t lane = static_cast<int32_t>(LaneId());
+  const int32_t W = static_cast<int32_t>(kWarpSize);
+  const int32_t pos = a.tables.pos[t];
+  if (item < a.H) {
+    float* q = a.q + (static_cast<int64_t>(t) * a.H + item) * a.mla_dq;
+    NormRope(q + a.mla_nope, a.n_rot, nullptr, a, pos);
+    float* qc = a.qcat + (static_cast<int64_t>(t) * a.H + item) * a.Dk + a.mla_l;
+    for (int32_t i = lane; i < a.n_rot; i += W) qc[i] = q[a.mla_nope + i];
+    float* hi = a.head_in + (static_cast<int64_t>(item) * a.n + t) * a.mla_nope;
+    for (int32_t i = lane; i < a.mla_nope; i += W) hi[i] = q[i];
+    return;
+  }
+  float* row = const_cast<float*>(a.k) + static_cast<int64_t>(t) * a.Dk;
+  float s = 0.0f;
+  for (int32_t i = lane; i < a.mla_l; i += W) s += row[i] * row[i];
+  s = WarpSum(s);
+  const float scale = 1.0f / DevSqrt(s / static_cast<float>(a.mla_l) + a.eps);
+  for (int32_t i = lane; i < a.mla_l; i += W) row[i] = (row[i] * scale) * a.k_norm[i];
+  WarpSync();
+  NormRope(row + a.mla_l, a.n_rot, nullptr, a, pos);
+  const int64_t slot = static_cast<int64_t>(a.layer) * a.n_seq + a.tables.seq[t];
+  StoreKvRow(row, a.Dk, a.kv_type, a.tables.k_cache[slot] + pos * a.k_row_bytes);
+}
+
 inline constexpr int kAttnWarps = 4;         // a block is 4 warps
 inline constexpr int kMaxRowsPerWarp = 8;    // rows_per_block <= 32
 inline constexpr int kMaxDvPerLane = 8;      // Dv <= 8 * warp size
@@ -143,7 +175,7 @@ STRATA_KERNEL(strata_attention, AttnArgs) {
   float* P = V + KT * a.Dv;
   const int64_t slot = static_cast<int64_t>(a.layer) * a.n_seq + a.tables.seq[t0];
   const uint8_t* kc = a.tables.k_cache[slot] + kvh * a.k_head_bytes;
-  const uint8_t* vc = a.tables.v_cache[slot] + kvh * a.v_head_bytes;
+  const uint8_t* vc = (a.v_in_k ? a.tables.k_cache[slot] : a.tables.v_cache[slot]) + kvh * a.v_head_bytes;
   // Row r = token t0 + r / G, head kvh * G + r % G.
   for (int32_t e = static_cast<int32_t>(threadIdx.x); e < R * a.Dk; e += static_cast<int32_t>(blockDim.x)) {
     const int32_t r = e / a.Dk, i = e % a.Dk;

@@ -182,6 +182,22 @@ struct AttnPrepArgs {
   float freq_base, freq_scale, eps;
   // RoPE scaling (ops::RopeParams): YaRN's blend and the magnitude of cos and sin.
   float ext_factor, mscale, corr_low, corr_high;
+  // Latent attention (strata_mla_prep): q is [n][H][mla_dq] (nope, then RoPE
+  // part), k is [n][Dk] (latent, then RoPE part; k_norm the latent's norm);
+  // each head's RoPE part goes to qcat[t][h][mla_l..], its nope part to
+  // head_in[h][t][0..mla_nope).
+  float* qcat;
+  float* head_in;
+  int32_t mla_l, mla_nope, mla_dq;
+};
+
+// Rows copied between two layouts: row (i, j) of width floats, i < n_i, j <
+// n_j, from src + i * src_i + j * src_j to dst + i * dst_i + j * dst_j.
+struct CopyRowsArgs {
+  const float* src;
+  float* dst;
+  int64_t src_i, src_j, dst_i, dst_j;
+  int32_t n_i, n_j, width;
 };
 
 // Grouped-query attention over the cache, tiled over keys with an online
@@ -210,6 +226,7 @@ struct AttnArgs {
   float* partial;           // [n * H][splits][Dv + 2]
   const float* sinks;       // [H] a sink logit per head (gpt-oss), or null
   int32_t n_swa;            // a sliding window: a token sees its last n_swa positions; 0: all
+  int32_t v_in_k;           // values: the first Dv of each cached key row (latent attention; no V cache)
 };
 
 struct AttnCombineArgs {
@@ -234,6 +251,7 @@ struct TopKArgs {
   int32_t gating;        // ExpertGating: 1 softmax, 2 sigmoid, 3 softmax over the chosen
   int32_t norm;
   float scale;
+  int32_t groups, groups_used;  // expert groups (ops::MaskExpertGroups); groups <= 1: none
 };
 
 // The selected (token, k) entries grouped by expert (MoeCount, MoeOffsets,

@@ -23,6 +23,14 @@ STRATA_KERNEL(strata_add_bias, AddBiasArgs) {
   if (i < a.n) a.y[i] += a.bias[i % a.width];
 }
 
+STRATA_KERNEL(strata_copy_rows, CopyRowsArgs) {
+  const int64_t idx = GlobalIndex();
+  const int64_t rows = static_cast<int64_t>(a.n_i) * a.n_j;
+  if (idx >= rows * a.width) return;
+  const int64_t r = idx / a.width, c = idx % a.width, i = r / a.n_j, j = r % a.n_j;
+  a.dst[i * a.dst_i + j * a.dst_j + c] = a.src[i * a.src_i + j * a.src_j + c];
+}
+
 STRATA_KERNEL(strata_swiglu, SwiGluArgs) {
   const int64_t i = GlobalIndex();
   if (i >= a.n) return;

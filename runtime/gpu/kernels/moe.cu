@@ -46,6 +46,37 @@ STRATA_KERNEL(strata_moe_topk, TopKArgs) {
       p[i] = e < a.n_expert ? (a.gating == 2 ? DevSigmoid(logits[e]) : logits[e]) : 0.0f;
     }
   }
+  // Expert groups (ops::MaskExpertGroups): the groups_used groups whose two
+  // best selection scores sum highest (ties: the lower group) stay eligible.
+  const int32_t per_group = a.groups > 1 ? a.n_expert / a.groups : a.n_expert;
+  uint32_t kept_groups = 0xffffffffu;
+  if (a.groups > 1) {
+    float score[32];  // groups <= 32 (CheckHParams)
+    for (int32_t g = 0; g < a.groups; ++g) {
+      float b1 = -INFINITY, b2 = -INFINITY;
+      for (int i = 0; i < kMaxExpertsPerLane; ++i) {
+        const int32_t e = lane + W * i;
+        if (e >= a.n_expert || e / per_group != g) continue;
+        const float v = a.bias ? p[i] + a.bias[e] : p[i];
+        if (v > b1) b2 = b1, b1 = v;
+        else if (v > b2) b2 = v;
+      }
+      for (uint32_t m = kWarpSize / 2; m > 0; m >>= 1) {  // the two best of the warp's
+        const float o1 = WarpShflXor(b1, static_cast<int>(m)), o2 = WarpShflXor(b2, static_cast<int>(m));
+        const float top = DevFmax(b1, o1);
+        b2 = DevFmax(DevFmin(b1, o1), DevFmax(b2, o2));
+        b1 = top;
+      }
+      score[g] = b1 + b2;
+    }
+    kept_groups = 0;
+    for (int32_t j = 0; j < a.groups_used; ++j) {
+      int32_t best = -1;
+      for (int32_t g = 0; g < a.groups; ++g)
+        if (!(kept_groups >> g & 1u) && (best < 0 || score[g] > score[best])) best = g;
+      kept_groups |= 1u << best;
+    }
+  }
   uint32_t taken = 0;
   float chosen[16];  // k <= 16 (the host checks)
   int32_t chosen_e[16];
@@ -54,7 +85,7 @@ STRATA_KERNEL(strata_moe_topk, TopKArgs) {
     int32_t be = a.n_expert;
     for (int i = 0; i < kMaxExpertsPerLane; ++i) {
       const int32_t e = lane + W * i;
-      if (e >= a.n_expert || (taken >> i & 1u)) continue;
+      if (e >= a.n_expert || (taken >> i & 1u) || !(kept_groups >> (e / per_group) & 1u)) continue;
       const float v = a.bias ? p[i] + a.bias[e] : p[i];
       if (v > bv || be == a.n_expert) bv = v, bp = p[i], be = e;
     }
