@@ -306,8 +306,9 @@ TEST_P(Conformance, ExpertSplitBetweenVramAndRamMatchesNativeWithinTheFastPathTo
   const testing::GpuTestMatrix matrix = testing::TestMatrix();
   const bool full = matrix == testing::GpuTestMatrix::kFull;
   if (name != "qwen3moe-q4_k_m" && name != "qwen3moe-iq3_s" && name != "qwen35moe-q4_k_m" && name != "glm4moe-q8_0" &&
-      name != "gpt-oss-mxfp4_moe")
-    GTEST_SKIP() << "the split runs on the Q4_K_M fixtures of the Qwen MoE architectures, IQ3_S and glm4moe Q8_0";
+      name != "gpt-oss-mxfp4_moe" && name != "deepseek2-q8_0")
+    GTEST_SKIP() << "the split runs on the Q4_K_M fixtures of the Qwen MoE architectures, IQ3_S, glm4moe Q8_0, "
+                    "gpt-oss MXFP4 and deepseek2 Q8_0";
   if (matrix == testing::GpuTestMatrix::kSmoke || (!full && name != "qwen3moe-q4_k_m"))
     GTEST_SKIP() << "the split's conformance runs in the Linux builds (" << testing::TestMatrixName(matrix) << " here)";
   const Fixture& f = Get(name);

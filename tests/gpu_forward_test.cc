@@ -177,10 +177,34 @@ TEST(GpuDecodeGraphs, ReplaysGiveTheBitsOfDirectLaunches) {
   }
 }
 
+// A model beyond the kernels' limits is refused when the backend is made,
+// before binding, with the reason: so --backend auto, which makes backends
+// without binding them, falls back to the CPU (DeepSeek V3's 512-value
+// latent is wider than the attention kernel's value rows, 8 a lane).
+TEST(GpuShapes, AModelBeyondTheKernelsIsRefusedWhenTheBackendIsMade) {
+  auto opened = testing::MakeSyntheticPack(Arch::kDeepseek2, testing::ScratchDir("gpu_shapes"), "wide-latent", 5,
+                                           [](testing::SyntheticModelSpec& s) {
+                                             s.hp.kv_lora_rank = 512;
+                                             s.hp.head_dim_k = 512 + s.hp.n_rot;
+                                             s.hp.head_dim_v = 512;
+                                           });
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  BackendOptions o;
+  o.kind = "software-gpu";
+  o.defer_bind = true;
+  auto made = MakeBackend(*opened->model, o);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("value heads of 512 dimensions"), std::string::npos)
+      << made.status().message();
+  o.kind = "cpu";
+  EXPECT_TRUE(MakeBackend(*opened->model, o).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, GpuForwardTest,
                          ::testing::Values(Case{Arch::kQwen3Moe, GgmlType::kF32}, Case{Arch::kQwen3Moe, GgmlType::kQ4_K},
                                            Case{Arch::kQwen3, GgmlType::kQ8_0}, Case{Arch::kQwen35Moe, GgmlType::kF32},
-                                           Case{Arch::kQwen35Moe, GgmlType::kQ4_K}, Case{Arch::kLlama, GgmlType::kF32}),
+                                           Case{Arch::kQwen35Moe, GgmlType::kQ4_K}, Case{Arch::kLlama, GgmlType::kF32},
+                                           Case{Arch::kDeepseek2, GgmlType::kQ8_0}),
                          [](const ::testing::TestParamInfo<Case>& p) {
                            return std::string(ArchName(p.param.arch)) + "_" + std::string(TypeName(p.param.type));
                          });

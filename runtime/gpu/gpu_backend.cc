@@ -349,6 +349,25 @@ Status GpuBackend::BindWithoutRoutedExperts(const Model& model) {
   return s;
 }
 
+Result<gpu::AttnBlocking> GpuBackend::KernelShapes(const HParams& hp) const {
+  STRATA_RETURN_IF_ERROR(NeedDevice());
+  gpu::AttnBlocking attn;
+  if (hp.n_head > 0) {
+    const int64_t group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
+    STRATA_ASSIGN_OR_RETURN(attn, gpu::AttnBlocking::For(group, hp.head_dim_k, hp.head_dim_v,
+                                                         device_->info().warp_size, 48u << 10));
+  }
+  if (hp.IsRecurrentLayer(0) || hp.full_attn_interval > 1) {
+    if (hp.ssm_d_state > 256 || hp.ssm_d_state > device_->info().max_threads_per_block)
+      return Unsupported(StrFormat("delta-net heads of %u dimensions: the GPU kernel takes at most 256", hp.ssm_d_state));
+  }
+  if (hp.n_expert > 0 && (hp.n_expert > 16 * device_->info().warp_size || hp.n_expert_used > 16))
+    return Unsupported(StrFormat("%u experts with %u used per token: the GPU router takes at most %u experts and 16 "
+                                 "used",
+                                 hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
+  return attn;
+}
+
 Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
   const uint64_t bytes0 = transfers_.weight_bytes;
   weights_.assign(model.tensors().size(), 0);
@@ -360,18 +379,7 @@ Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
   ps.bound_embd = hp.n_embd;
   ps.bound_layers = hp.n_layer;
   ps.bound_group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
-  if (hp.n_head > 0) {
-    STRATA_ASSIGN_OR_RETURN(ps.attn, gpu::AttnBlocking::For(ps.bound_group, hp.head_dim_k, hp.head_dim_v,
-                                                            device_->info().warp_size, 48u << 10));
-  }
-  if (hp.IsRecurrentLayer(0) || hp.full_attn_interval > 1) {
-    if (hp.ssm_d_state > 256 || hp.ssm_d_state > device_->info().max_threads_per_block)
-      return Unsupported(StrFormat("delta-net heads of %u dimensions: the GPU kernel takes at most 256", hp.ssm_d_state));
-  }
-  if (hp.n_expert > 0 && (hp.n_expert > 16 * device_->info().warp_size || hp.n_expert_used > 16))
-    return Unsupported(StrFormat("%u experts with %u used per token: the GPU router takes at most %u experts and 16 "
-                                 "used",
-                                 hp.n_expert, hp.n_expert_used, 16 * device_->info().warp_size));
+  STRATA_ASSIGN_OR_RETURN(ps.attn, KernelShapes(hp));
   const std::vector<const TensorView*> tensors = ReadTensors(model);
   for (const TensorView* t : tensors) {
     if (!routed_experts && IsRoutedExpert(*t)) continue;  // the expert tiers hold them

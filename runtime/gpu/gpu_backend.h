@@ -22,6 +22,9 @@
 #include "runtime/model/backend.h"
 
 namespace strata {
+namespace gpu {
+struct AttnBlocking;  // gpu_pass.h
+}  // namespace gpu
 
 class GpuBackend : public Backend {
  public:
@@ -33,6 +36,12 @@ class GpuBackend : public Backend {
   // (BackendOptions::plan_only: `strata-run PACK --plan --backend cuda` on a
   // machine without a GPU). Every memory call and op fails.
   static std::unique_ptr<GpuBackend> ForPlanning(gpu::DeviceKind kind);
+  // The model's shapes against this device's kernels (attention's head
+  // widths and heads per cached row, the delta-net's heads, the router's
+  // experts): the attention blocking they run with, or why they cannot run.
+  // MakeGpuBackend asks before binding, so --backend auto falls back to the
+  // CPU with the reason.
+  Result<gpu::AttnBlocking> KernelShapes(const HParams& hp) const;
   ~GpuBackend() override;
 
   std::string name() const override;

@@ -4,6 +4,7 @@
 
 #include "runtime/base/strings.h"
 #include "runtime/gpu/gpu_backend.h"
+#include "runtime/gpu/gpu_pass.h"
 
 namespace strata {
 namespace {
@@ -35,6 +36,10 @@ Result<MadeBackend> MakeGpuBackend(const Model& model, const BackendOptions& opt
     STRATA_ASSIGN_OR_RETURN(b, GpuBackend::Create(std::move(*device)));
   }
   STRATA_RETURN_IF_ERROR(CheckEveryMatrixRuns(model, *b, b->name()));
+  if (!options.plan_only) {
+    auto shapes = b->KernelShapes(model.hp());
+    if (!shapes.ok()) return Unsupported(b->name() + ": " + shapes.status().message());
+  }
   if (!options.plan_only && !options.defer_bind) STRATA_RETURN_IF_ERROR(b->Bind(model));
   return MadeBackend{std::move(b), nullptr};
 }

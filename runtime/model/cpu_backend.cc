@@ -562,11 +562,14 @@ Status CpuBackend::LatentAttention(int32_t il, Act in, Act out_act) {
     jobs[hh] = {ExpertMatrix(k_b, static_cast<uint32_t>(hh)), head_in + hh * n * nope, nullptr, n,
                 head_out + hh * n * L};
   MatMulBatch({jobs, static_cast<size_t>(H)});
-  ParallelFor(n, [&](int64_t b, int64_t e) {
+  // (Each body is a named lambda behind a lambda of one reference, which
+  // std::function holds without allocating: a pass allocates nothing.)
+  auto absorbed = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       for (int64_t hh = 0; hh < H; ++hh)
         std::copy_n(head_out + (hh * n + t) * L, L, qcat + (t * H + hh) * Dk);
-  });
+  };
+  ParallelFor(n, [&absorbed](int64_t b, int64_t e) { absorbed(b, e); });
   CachedAttention c;
   c.q = qcat;
   c.q_width = H * Dk;
@@ -580,19 +583,21 @@ Status CpuBackend::LatentAttention(int32_t il, Act in, Act out_act) {
   c.block_start = block_start;
   AttendCached(il, c);
   // Each head's output (L latent values) through its attn_v_b (Vm rows of L).
-  ParallelFor(n, [&](int64_t b, int64_t e) {
+  auto by_head = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       for (int64_t hh = 0; hh < H; ++hh) std::copy_n(attn + (t * H + hh) * Dv, L, head_in + (hh * n + t) * L);
-  });
+  };
+  ParallelFor(n, [&by_head](int64_t b, int64_t e) { by_head(b, e); });
   for (int64_t hh = 0; hh < H; ++hh)
     jobs[hh] = {ExpertMatrix(v_b, static_cast<uint32_t>(hh)), head_in + hh * n * L, nullptr, n,
                 head_out + hh * n * Vm};
   MatMulBatch({jobs, static_cast<size_t>(H)});
-  ParallelFor(n, [&](int64_t b, int64_t e) {
+  auto by_token = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
       for (int64_t hh = 0; hh < H; ++hh)
         std::copy_n(head_out + (hh * n + t) * Vm, Vm, vout + (t * H + hh) * Vm);
-  });
+  };
+  ParallelFor(n, [&by_token](int64_t b, int64_t e) { by_token(b, e); });
   MatMul(Matrix(*W(m, il, R::kAttnOutput)), vout, n, out);
   return Status::Ok();
 }
