@@ -29,8 +29,8 @@ const char* LayersText(LayerSet s) {
     case LayerSet::kAttentionAndNextn: return "attention layers and MTP layers";
     case LayerSet::kDenseLead: return "leading dense layers";
     case LayerSet::kMoeWithNextn: return "MoE layers and MTP layers";
-    case LayerSet::kLowRankQ: return "every layer, when `attention.q_lora_rank` > 0";
-    case LayerSet::kFullRankQ: return "every layer, when `attention.q_lora_rank` is 0";
+    case LayerSet::kLowRankQ: return "every layer and MTP layer, when `attention.q_lora_rank` > 0";
+    case LayerSet::kFullRankQ: return "every layer and MTP layer, when `attention.q_lora_rank` is 0";
   }
   return "?";
 }

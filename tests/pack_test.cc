@@ -666,6 +666,25 @@ TEST(PackRefusals, Deepseek2SpecViolationsAreRefused) {
   auto r = PackFile(dir + "/ok.gguf", dir + "/ok.strata");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->arch, Arch::kDeepseek2);
+  // DeepSeek V3's MTP layer (newer GGUFs): kept, not run; without its key the
+  // default 0 would run it as a fourth main layer, so that is refused.
+  s.hp.n_layer_all = 4;
+  s.hp.nextn_predict_layers = 1;
+  const ArchEdit mtp[] = {
+      {"no_nextn_key", [](testing::GgufBuilder& g) { g.Remove("deepseek2.nextn_predict_layers"); },
+       {"deepseek2.nextn_predict_layers", "the file has MTP tensors"}},
+  };
+  ExpectEveryEditRefused(s, mtp, dir);
+  auto m = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(m->WriteFile(dir + "/mtp.gguf").ok());
+  auto rm = PackFile(dir + "/mtp.gguf", dir + "/mtp.strata");
+  ASSERT_TRUE(rm.ok()) << rm.status().message();
+  auto pack = Pack::Open(dir + "/mtp.strata");
+  ASSERT_TRUE(pack.ok());
+  EXPECT_EQ((*pack)->hparams().n_layer, 3u);
+  EXPECT_EQ((*pack)->hparams().n_layer_all, 4u);
+  EXPECT_NE((*pack)->Find("blk.3.nextn.eh_proj.weight"), nullptr);
 }
 
 // deepseek2's older GGUF form (one attn_kv_b a layer, no key_length_mla):

@@ -259,17 +259,17 @@ constexpr TensorSpec kDeepseek2Tensors[] = {
     MAT("token_embd.weight", R::kTokenEmbd, L::kGlobal, kE, kV),
     VEC("output_norm.weight", R::kOutputNorm, L::kGlobal, kE),
     {"output.weight", R::kOutput, L::kGlobal, 2, {kE, kV, kNone}, T::kAnyWeight, true, kTiedWhy},
-    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAll, kE),
+    VEC("blk.{L}.attn_norm.weight", R::kAttnNorm, L::kAllWithNextn, kE),
     MAT("blk.{L}.attn_q_a.weight", R::kAttnQA, L::kLowRankQ, kE, kQLora),
     VEC("blk.{L}.attn_q_a_norm.weight", R::kAttnQANorm, L::kLowRankQ, kQLora),
     MAT("blk.{L}.attn_q_b.weight", R::kAttnQB, L::kLowRankQ, kQLora, kQMla),
     MAT("blk.{L}.attn_q.weight", R::kAttnQ, L::kFullRankQ, kE, kQMla),
-    MAT("blk.{L}.attn_kv_a_mqa.weight", R::kAttnKvAMqa, L::kAll, kE, kKvAMqa),
-    VEC("blk.{L}.attn_kv_a_norm.weight", R::kAttnKvANorm, L::kAll, kKvLora),
-    {"blk.{L}.attn_k_b.weight", R::kAttnKB, L::kAll, 3, {kMlaNope, kKvLora, kHeads}, T::kAnyWeight, false, nullptr},
-    {"blk.{L}.attn_v_b.weight", R::kAttnVB, L::kAll, 3, {kKvLora, kHdVMla, kHeads}, T::kAnyWeight, false, nullptr},
-    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAll, kOutMla, kE),
-    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAll, kE),
+    MAT("blk.{L}.attn_kv_a_mqa.weight", R::kAttnKvAMqa, L::kAllWithNextn, kE, kKvAMqa),
+    VEC("blk.{L}.attn_kv_a_norm.weight", R::kAttnKvANorm, L::kAllWithNextn, kKvLora),
+    {"blk.{L}.attn_k_b.weight", R::kAttnKB, L::kAllWithNextn, 3, {kMlaNope, kKvLora, kHeads}, T::kAnyWeight, false, nullptr},
+    {"blk.{L}.attn_v_b.weight", R::kAttnVB, L::kAllWithNextn, 3, {kKvLora, kHdVMla, kHeads}, T::kAnyWeight, false, nullptr},
+    MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAllWithNextn, kOutMla, kE),
+    VEC("blk.{L}.ffn_norm.weight", R::kFfnNorm, L::kAllWithNextn, kE),
     MAT("blk.{L}.ffn_gate.weight", R::kFfnGate, L::kDenseLead, kE, kFf),
     MAT("blk.{L}.ffn_up.weight", R::kFfnUp, L::kDenseLead, kE, kFf),
     MAT("blk.{L}.ffn_down.weight", R::kFfnDown, L::kDenseLead, kFf, kE),
@@ -282,6 +282,16 @@ constexpr TensorSpec kDeepseek2Tensors[] = {
     MAT("blk.{L}.ffn_gate_shexp.weight", R::kFfnGateShexp, L::kMoeWithNextn, kE, kFfSh),
     MAT("blk.{L}.ffn_up_shexp.weight", R::kFfnUpShexp, L::kMoeWithNextn, kE, kFfSh),
     MAT("blk.{L}.ffn_down_shexp.weight", R::kFfnDownShexp, L::kMoeWithNextn, kFfSh, kE),
+    // The MTP (nextn) layer of DeepSeek V3's newer GGUFs: kept in the pack, not run.
+    MAT("blk.{L}.nextn.eh_proj.weight", R::kNextnEhProj, L::kNextn, kE2, kE),
+    VEC("blk.{L}.nextn.enorm.weight", R::kNextnEnorm, L::kNextn, kE),
+    VEC("blk.{L}.nextn.hnorm.weight", R::kNextnHnorm, L::kNextn, kE),
+    {"blk.{L}.nextn.embed_tokens.weight", R::kNextnEmbedTokens, L::kNextn, 2, {kE, kV, kNone}, T::kAnyWeight, true,
+     "absent: the MTP layer uses the main token embedding"},
+    {"blk.{L}.nextn.shared_head_head.weight", R::kNextnSharedHeadHead, L::kNextn, 2, {kE, kV, kNone},
+     T::kAnyWeight, true, "absent: the MTP layer uses the main output head"},
+    {"blk.{L}.nextn.shared_head_norm.weight", R::kNextnSharedHeadNorm, L::kNextn, 1, {kE, kNone, kNone},
+     T::kF32Only, true, "absent: the MTP layer uses output_norm"},
 };
 
 #undef VEC
@@ -556,6 +566,7 @@ constexpr HParamSpec kDeepseek2HParams[] = {
     {"expert_gating_func", K::kGating, false, 1, nullptr, "1 (softmax)", kWhyDsGating, kNoU32, kNoF32, kNoBool},
     OPT_U32("expert_group_count", n_expert_groups, 0, nullptr, "0", kWhyGroups),
     OPT_U32("expert_group_used_count", n_expert_groups_used, 0, nullptr, "0", kWhyGroups),
+    OPT_U32("nextn_predict_layers", nextn_predict_layers, 0, nullptr, "0", kWhyGlmNextn),
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
@@ -604,8 +615,8 @@ bool InLayerSet(LayerSet s, const HParams& hp, uint32_t il) {
     case L::kAttentionAndNextn: return attention || !main_layer;
     case L::kDenseLead: return main_layer && hp.IsDenseLeadLayer(il);
     case L::kMoeWithNextn: return !main_layer || !hp.IsDenseLeadLayer(il);
-    case L::kLowRankQ: return main_layer && hp.q_lora_rank > 0;
-    case L::kFullRankQ: return main_layer && hp.q_lora_rank == 0;
+    case L::kLowRankQ: return hp.q_lora_rank > 0;  // main and MTP layers
+    case L::kFullRankQ: return hp.q_lora_rank == 0;
   }
   return false;
 }

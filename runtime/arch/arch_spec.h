@@ -175,8 +175,8 @@ enum class LayerSet : uint8_t {
   kAttentionAndNextn,
   kDenseLead,      // the leading dense layers (il < n_layer_dense_lead)
   kMoeWithNextn,   // every other main layer, and every nextn layer (glm4moe's MoE layers)
-  kLowRankQ,       // every main layer, when q_lora_rank > 0 (deepseek2's attn_q_a / attn_q_b)
-  kFullRankQ,      // every main layer, when q_lora_rank == 0 (deepseek2's attn_q)
+  kLowRankQ,       // every main and MTP layer, when q_lora_rank > 0 (deepseek2's attn_q_a / attn_q_b)
+  kFullRankQ,      // every main and MTP layer, when q_lora_rank == 0 (deepseek2's attn_q)
 };
 
 // Which types a tensor may be stored in.

@@ -420,6 +420,7 @@ Result<GgufBuilder> BuildSyntheticModel(const SyntheticModelSpec& spec) {
     b.F32(a + ".expert_weights_scale", hp.expert_weights_scale);
     b.U32(a + ".expert_group_count", hp.n_expert_groups).U32(a + ".expert_group_used_count", hp.n_expert_groups_used);
     b.F32(a + ".rope.scaling.yarn_log_multiplier", hp.rope_yarn_log_mul);
+    if (hp.nextn_predict_layers) b.U32(a + ".nextn_predict_layers", hp.nextn_predict_layers);
     if (spec.legacy_kv_b) {
       b.Remove(a + ".attention.key_length_mla").Remove(a + ".attention.value_length_mla");
       b.U32(a + ".attention.key_length", hp.head_dim_k_mla).U32(a + ".attention.value_length", hp.head_dim_v_mla);
