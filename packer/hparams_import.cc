@@ -383,6 +383,17 @@ Result<HParams> ImportHParams(const gguf::GgufModel& model, Arch arch, uint32_t 
                              " that Strata reads");
   }
   STRATA_RETURN_IF_ERROR(imp.Import(spec, &hp));
+  // GLM-4.7-Flash ("GLM 4.7 Lite") is stored as deepseek2; when its file lacks
+  // expert_gating_func, llama.cpp takes sigmoid for that shape (47 or 48
+  // layers, 154880 tokens) where the architecture's default is softmax.
+  // Strata does not guess a model from its shape: it asks.
+  if (spec.layers.attention == Mixer::kLatentAttention && !model.Find(imp.Key("expert_gating_func")) &&
+      !imp.OverrideFor(imp.Key("expert_gating_func")) && (hp.n_layer_all == 47 || hp.n_layer_all == 48) &&
+      hp.n_vocab == 154880)
+    log->Refuse(imp.Key("expert_gating_func"),
+                "missing, and the model has GLM-4.7-Flash's shape (47 or 48 layers, 154880 tokens), for which "
+                "llama.cpp takes the sigmoid router, not the softmax default; say which",
+                "--set " + imp.Key("expert_gating_func") + "=2");
   // deepseek2's older form (ArchSpec::fused_kv_b): no key_length_mla, the
   // per-head key and value widths in key_length and value_length, every
   // query head its own KV head; the packer makes the latent form of it.

@@ -85,15 +85,19 @@ std::optional<PlannedTensor> PlanKvBPart(const gguf::TensorInfo& f, const Expect
   const uint64_t L = hp.kv_lora_rank, nope = hp.MlaNope(), v = hp.head_dim_v_mla, H = hp.n_head;
   const std::string name(f.name);
   const auto ne = [&f](uint32_t d) { return static_cast<uint64_t>(f.ne[d]); };
+  // A problem of the source is refused once, with attn_k_b (attn_v_b leaves it out).
+  const bool key = e.spec->role == TensorRole::kAttnKB;
   if (f.n_dims != 2 || ne(0) != L || ne(1) != H * (nope + v)) {
-    log->Refuse(name, StrFormat("shape: expected [%" PRIu64 " (kv_lora_rank), %" PRIu64
+    if (key)
+      log->Refuse(name, StrFormat("shape: expected [%" PRIu64 " (kv_lora_rank), %" PRIu64
                                 " (n_head*(key_length_mla-n_rot+value_length_mla))], found ", L, H * (nope + v)) +
                           f.ShapeString());
     return std::nullopt;
   }
   if (!TypeAllowed(TypeRule::kAnyWeight, f.type) || !HasDequantizer(f.type)) {
-    log->Refuse(name, "type: expected " + std::string(TypeRuleText(TypeRule::kAnyWeight)) + ", found " +
-                          std::string(TypeName(f.type)));
+    if (key)
+      log->Refuse(name, "type: expected " + std::string(TypeRuleText(TypeRule::kAnyWeight)) + ", found " +
+                            std::string(TypeName(f.type)));
     return std::nullopt;
   }
   PlannedTensor p;
@@ -102,7 +106,6 @@ std::optional<PlannedTensor> PlanKvBPart(const gguf::TensorInfo& f, const Expect
   p.layer = e.layer;
   p.source = &f;
   p.shape = e.shape;
-  const bool key = e.spec->role == TensorRole::kAttnKB;
   p.transform = key ? TensorTransform::kTransposeHeads : TensorTransform::kRowGather;
   p.type = key ? GgmlType::kF32 : f.type;
   Result<uint64_t> rb = RowBytes(p.type, p.shape[0]);

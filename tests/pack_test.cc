@@ -687,6 +687,32 @@ TEST(PackRefusals, Deepseek2SpecViolationsAreRefused) {
   EXPECT_NE((*pack)->Find("blk.3.nextn.eh_proj.weight"), nullptr);
 }
 
+// Values only deepseek2 reads are zero everywhere else (a crafted pack
+// cannot switch YaRN's log multiplier or expert groups on for qwen3moe), and
+// latent attention has no sliding window (its GPU op has none to apply).
+TEST(PackRefusals, LatentAttentionValuesAreRefusedWhereTheyDoNotApply) {
+  HParams q = testing::TinyHParams(Arch::kQwen3Moe);
+  q.n_layer = q.n_layer_all;
+  ASSERT_TRUE(CheckHParams(Arch::kQwen3Moe, q).ok());
+  HParams bad = q;
+  bad.rope_yarn_log_mul = 0.1f;
+  Status st = CheckHParams(Arch::kQwen3Moe, bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("rope.scaling.yarn_log_multiplier: expected 0 (qwen3moe does not read it)"));
+  bad = q;
+  bad.n_expert_groups = 2;
+  bad.n_expert_groups_used = 1;
+  st = CheckHParams(Arch::kQwen3Moe, bad);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("expert_group_count: expected 0 or 1 (qwen3moe has no expert groups)"));
+  HParams d = testing::TinyDeepseek2HParams();
+  ASSERT_TRUE(CheckHParams(Arch::kDeepseek2, d).ok());
+  d.n_swa = 16;
+  st = CheckHParams(Arch::kDeepseek2, d);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("attention.sliding_window: expected 0"));
+}
+
 // deepseek2's older GGUF form (one attn_kv_b a layer, no key_length_mla):
 // the packer writes the latent form. attn_k_b's heads are each head's key rows
 // of attn_kv_b, dequantized and transposed; attn_v_b's are its value rows, byte

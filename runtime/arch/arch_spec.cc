@@ -525,9 +525,10 @@ constexpr HParamSpec kGptOssHParams[] = {
     OPT_U32("vocab_size", n_vocab, 0, FromTokens, "the token count", kWhyVocab),
 };
 
-// deepseek2 (llama.cpp's load_arch_hparams for it). The latent form's keys
-// (key_length_mla, value_length_mla) are required: a file without them
-// carries the older attn_kv_b, which the packer names.
+// deepseek2 (llama.cpp's load_arch_hparams for it). A file without the
+// latent form's keys (key_length_mla, value_length_mla) is of the older form
+// (one attn_kv_b a layer), which the packer turns into the latent form
+// (ArchSpec::fused_kv_b).
 constexpr const char* kWhyQLora = "0: one attn_q (DeepSeek-V2-Lite); which of attn_q and attn_q_a/attn_q_b a layer "
                                   "carries is checked against it, so a wrong default cannot pass";
 constexpr const char* kWhyDsGating = "llama.cpp's rule for deepseek2: absent (or 0) means softmax (DeepSeek V2, V2.5)";
@@ -783,6 +784,9 @@ Status CheckLatentAttention(const std::string& a, const HParams& hp) {
   if (hp.q_lora_rank > kMaxEmbd)
     return DataLoss(StrFormat("%s hyperparameter attention.q_lora_rank: expected 0..%u, found %u", a.c_str(), kMaxEmbd,
                               hp.q_lora_rank));
+  if (hp.n_swa != 0)
+    return DataLoss(StrFormat("%s hyperparameter attention.sliding_window: expected 0 (latent attention has no "
+                              "window), found %u", a.c_str(), hp.n_swa));
   if (!std::isfinite(hp.rope_yarn_log_mul) || hp.rope_yarn_log_mul < 0.0f)
     return DataLoss(StrFormat("%s hyperparameter rope.scaling.yarn_log_multiplier: expected a finite number >= 0, "
                               "found %g", a.c_str(), static_cast<double>(hp.rope_yarn_log_mul)));
@@ -899,6 +903,18 @@ Status CheckHParams(Arch arch, const HParams& hp) {
     return bad("kv_lora_rank, q_lora_rank, key_length_mla, value_length_mla", "0 (no latent attention)",
                hp.kv_lora_rank);
   }
+  // Values only some architectures read (their keys in the spec): zero
+  // elsewhere, so a pack cannot switch them on where llama.cpp would not.
+  auto reads = [&spec](std::string_view key) {
+    for (const HParamSpec& h : spec.hparams)
+      if (key == h.key) return true;
+    return false;
+  };
+  if (!reads("rope.scaling.yarn_log_multiplier") && hp.rope_yarn_log_mul != 0.0f)
+    return DataLoss(StrFormat("%s hyperparameter rope.scaling.yarn_log_multiplier: expected 0 (%s does not read it), "
+                              "found %g", a.c_str(), a.c_str(), static_cast<double>(hp.rope_yarn_log_mul)));
+  if (!reads("expert_group_count") && (hp.n_expert_groups > 1 || hp.n_expert_groups_used != 0))
+    return bad("expert_group_count", "0 or 1 (" + a + " has no expert groups)", hp.n_expert_groups);
   if (hp.n_expert_groups > 1) {
     STRATA_RETURN_IF_ERROR(range("expert_group_count", hp.n_expert_groups, 2, 32));
     if (hp.n_expert % hp.n_expert_groups != 0 || hp.n_expert / hp.n_expert_groups < 2)
