@@ -24,6 +24,8 @@
 namespace strata {
 namespace gpu {
 struct AttnBlocking;  // gpu_pass.h
+struct AttentionShape;  // gpu_workspace.h
+struct AttnArgs;  // kernels/kernel_args.h
 }  // namespace gpu
 
 class GpuBackend : public Backend {
@@ -151,6 +153,13 @@ class GpuBackend : public Backend {
   Status CopyRows(gpu::DevicePtr src, int64_t src_i, int64_t src_j, gpu::DevicePtr dst, int64_t dst_i, int64_t dst_j,
                   int64_t n_i, int64_t n_j, int64_t width);
   Status LatentAttention(int32_t il, strata::Act in, strata::Act out);
+  // Both attention mixers' core: fills the pass's part of `a` (the queries
+  // `q`, the tables, the tiling and the splits of `shape`, the outputs) and
+  // launches the attention kernel over `n_kv_heads` key heads, then, with
+  // more than one split, the combine. The caller has set the heads, the
+  // cache's row layout, the scale and the mixer's options.
+  Status LaunchAttention(gpu::AttnArgs& a, const gpu::AttentionShape& shape, int32_t il, gpu::DevicePtr q,
+                         int64_t n_kv_heads, gpu::DevicePtr attn, gpu::DevicePtr partial);
   Status AddBias(const TensorView* bias, gpu::DevicePtr y, int64_t n, int64_t width);
   Status AddBiasPlaces(const TensorView* bias, gpu::DevicePtr y, gpu::DevicePtr place_expert, int64_t n_places,
                        int64_t width);

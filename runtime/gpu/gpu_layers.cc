@@ -148,47 +148,51 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
   }
   {
     gpu::AttnArgs a{};
-    a.q = AsPtr<const float>(q);
-    a.tables = p.tables;
-    a.layer = il;
-    a.n_seq = p.n_seq;
-    a.tile_t0 = p.tile_t0;
-    a.tile_nt = p.tile_nt;
-    a.q_width = static_cast<int32_t>(shape.q_width);
-    a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
     a.H = static_cast<int32_t>(H), a.Hkv = static_cast<int32_t>(Hkv), a.Dk = static_cast<int32_t>(Dk),
     a.Dv = static_cast<int32_t>(Dv);
     a.kv_type = static_cast<int32_t>(kv);
     a.k_row_bytes = Hkv * kh, a.v_row_bytes = Hkv * vh, a.k_head_bytes = kh, a.v_head_bytes = vh;
-    a.rows_per_block = p.attn.rows;
-    a.keys_per_tile = p.attn.keys;
-    a.splits = static_cast<int32_t>(shape.splits);
-    a.split_keys = gpu::AttnBlocking::kSplitKeys;
     a.gated = gated ? 1 : 0;
     a.scale = hp.attn_scale != 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(Dk));
-    a.out = AsPtr<float>(attn);
-    a.partial = AsPtr<float>(partial);
     STRATA_ASSIGN_OR_RETURN(DevicePtr sinks, WeightVector(m.Get(il, R::kAttnSinks)));  // gpt-oss
     a.sinks = AsPtr<const float>(sinks);
     a.n_swa = hp.IsSwaLayer(static_cast<uint32_t>(il)) ? static_cast<int32_t>(hp.n_swa) : 0;
-    STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
-                               Dim3{static_cast<uint32_t>(p.n_tiles), static_cast<uint32_t>(Hkv),
-                                    static_cast<uint32_t>(shape.splits)},
-                               Dim3{warps_block, 1, 1}, p.attn.shared_bytes, a));
-    if (shape.splits > 1) {
-      gpu::AttnCombineArgs c{};
-      c.partial = AsPtr<const float>(partial);
-      c.q = AsPtr<const float>(q);
-      c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
-      c.n = static_cast<int32_t>(n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits, c.gated = a.gated;
-      c.out = AsPtr<float>(attn);
-      c.sinks = a.sinks;
-      STRATA_RETURN_IF_ERROR(
-          L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(n * H), 1, 1}, Dim3{128, 1, 1}, 0, c));
-    }
+    STRATA_RETURN_IF_ERROR(LaunchAttention(a, shape, il, q, Hkv, attn, partial));
   }
   STRATA_RETURN_IF_ERROR(Product(m.Get(il, R::kAttnOutput), attn, n, ActAddr(out)));
   return Check(AddBias(m.Get(il, R::kAttnOutputBias), ActAddr(out), n, hp.n_embd));  // gpt-oss
+}
+
+Status GpuBackend::LaunchAttention(gpu::AttnArgs& a, const gpu::AttentionShape& shape, int32_t il, DevicePtr q,
+                                   int64_t n_kv_heads, DevicePtr attn, DevicePtr partial) {
+  const PassState& p = *pass_;
+  a.q = AsPtr<const float>(q);
+  a.tables = p.tables;
+  a.layer = il;
+  a.n_seq = p.n_seq;
+  a.tile_t0 = p.tile_t0;
+  a.tile_nt = p.tile_nt;
+  a.q_width = static_cast<int32_t>(shape.q_width);
+  a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
+  a.rows_per_block = p.attn.rows;
+  a.keys_per_tile = p.attn.keys;
+  a.splits = static_cast<int32_t>(shape.splits);
+  a.split_keys = gpu::AttnBlocking::kSplitKeys;
+  a.out = AsPtr<float>(attn);
+  a.partial = AsPtr<float>(partial);
+  STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
+                             Dim3{static_cast<uint32_t>(p.n_tiles), static_cast<uint32_t>(n_kv_heads),
+                                  static_cast<uint32_t>(shape.splits)},
+                             Dim3{4 * L().warp(), 1, 1}, p.attn.shared_bytes, a));
+  if (shape.splits <= 1) return Status::Ok();
+  gpu::AttnCombineArgs c{};
+  c.partial = AsPtr<const float>(partial);
+  c.q = a.q;
+  c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
+  c.n = static_cast<int32_t>(p.n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits, c.gated = a.gated;
+  c.out = a.out;
+  c.sinks = a.sinks;
+  return L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(p.n * a.H), 1, 1}, Dim3{128, 1, 1}, 0, c);
 }
 
 Status GpuBackend::RowNorm(DevicePtr x, const TensorView* weight, int64_t n, int64_t cols) {
@@ -297,38 +301,12 @@ Status GpuBackend::LatentAttention(int32_t il, strata::Act in, strata::Act out) 
   STRATA_RETURN_IF_ERROR(CopyRows(head_out, Lr, n * Lr, qcat, H * Dk, Dk, n, H, Lr));
   {
     gpu::AttnArgs a{};
-    a.q = AsPtr<const float>(qcat);
-    a.tables = p.tables;
-    a.layer = il;
-    a.n_seq = p.n_seq;
-    a.tile_t0 = p.tile_t0;
-    a.tile_nt = p.tile_nt;
-    a.q_width = static_cast<int32_t>(shape.q_width);
-    a.q_head_stride = static_cast<int32_t>(shape.q_head_stride);
     a.H = static_cast<int32_t>(H), a.Hkv = 1, a.Dk = static_cast<int32_t>(Dk), a.Dv = static_cast<int32_t>(Dv);
     a.kv_type = static_cast<int32_t>(kvt);
     a.k_row_bytes = kh, a.v_row_bytes = kh, a.k_head_bytes = kh, a.v_head_bytes = kh;
-    a.v_in_k = 1;
-    a.rows_per_block = p.attn.rows;
-    a.keys_per_tile = p.attn.keys;
-    a.splits = static_cast<int32_t>(shape.splits);
-    a.split_keys = gpu::AttnBlocking::kSplitKeys;
+    a.v_in_k = 1;  // the values are the rows' latent
     a.scale = ops::LatentAttentionScale(hp);
-    a.out = AsPtr<float>(attn);
-    a.partial = AsPtr<float>(partial);
-    STRATA_RETURN_IF_ERROR(L()(kernels_.attention,
-                               Dim3{static_cast<uint32_t>(p.n_tiles), 1, static_cast<uint32_t>(shape.splits)},
-                               Dim3{warps_block, 1, 1}, p.attn.shared_bytes, a));
-    if (shape.splits > 1) {
-      gpu::AttnCombineArgs c{};
-      c.partial = AsPtr<const float>(partial);
-      c.q = AsPtr<const float>(qcat);
-      c.q_width = a.q_width, c.q_head_stride = a.q_head_stride, c.Dk = a.Dk;
-      c.n = static_cast<int32_t>(n), c.H = a.H, c.Dv = a.Dv, c.splits = a.splits;
-      c.out = AsPtr<float>(attn);
-      STRATA_RETURN_IF_ERROR(
-          L()(kernels_.attn_combine, Dim3{static_cast<uint32_t>(n * H), 1, 1}, Dim3{128, 1, 1}, 0, c));
-    }
+    STRATA_RETURN_IF_ERROR(LaunchAttention(a, shape, il, qcat, 1, attn, partial));
   }
   // attn[t][h][0..Lr) -> head_in[h][t]; per head attn_v_b (Vm rows of Lr); head_out[h][t] -> vout[t][h]
   STRATA_RETURN_IF_ERROR(CopyRows(attn, Dv, H * Dv, head_in, n * Lr, Lr, H, n, Lr));

@@ -555,21 +555,26 @@ Status CpuBackend::LatentAttention(int32_t il, Act in, Act out_act) {
     }
   };
   ParallelFor(n, [&prepare](int64_t b, int64_t e) { prepare(b, e); });  // one reference: no allocation
-  // Each head's absorbed query: attn_k_b's head (L rows of nope) times its nope part.
-  const TensorView& k_b = *W(m, il, R::kAttnKB);
-  const TensorView& v_b = *W(m, il, R::kAttnVB);
-  for (int64_t hh = 0; hh < H; ++hh)
-    jobs[hh] = {ExpertMatrix(k_b, static_cast<uint32_t>(hh)), head_in + hh * n * nope, nullptr, n,
-                head_out + hh * n * L};
-  MatMulBatch({jobs, static_cast<size_t>(H)});
-  // (Each body is a named lambda behind a lambda of one reference, which
-  // std::function holds without allocating: a pass allocates nothing.)
-  auto absorbed = [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t)
-      for (int64_t hh = 0; hh < H; ++hh)
-        std::copy_n(head_out + (hh * n + t) * L, L, qcat + (t * H + hh) * Dk);
+  // Each head's product by its own matrix of `w` (one MatMulBatch of every
+  // head: head_in[h] is the head's n rows of in_w), each token's out_w
+  // results then scattered to dst + (t * H + h) * dst_stride. (Each body is
+  // a named lambda behind a lambda of one reference, which std::function
+  // holds without allocating: a pass allocates nothing.)
+  auto per_head = [&](const TensorView& w, int64_t in_w, int64_t out_w, float* dst, int64_t dst_stride) {
+    for (int64_t hh = 0; hh < H; ++hh)
+      jobs[hh] = {ExpertMatrix(w, static_cast<uint32_t>(hh)), head_in + hh * n * in_w, nullptr, n,
+                  head_out + hh * n * out_w};
+    MatMulBatch({jobs, static_cast<size_t>(H)});
+    auto scatter = [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t)
+        for (int64_t hh = 0; hh < H; ++hh)
+          std::copy_n(head_out + (hh * n + t) * out_w, out_w, dst + (t * H + hh) * dst_stride);
+    };
+    ParallelFor(n, [&scatter](int64_t b, int64_t e) { scatter(b, e); });
   };
-  ParallelFor(n, [&absorbed](int64_t b, int64_t e) { absorbed(b, e); });
+  // Each head's absorbed query: attn_k_b's head (L rows of nope) times its
+  // nope part, into the head's first L floats of qcat.
+  per_head(*W(m, il, R::kAttnKB), nope, L, qcat, Dk);
   CachedAttention c;
   c.q = qcat;
   c.q_width = H * Dk;
@@ -588,16 +593,7 @@ Status CpuBackend::LatentAttention(int32_t il, Act in, Act out_act) {
       for (int64_t hh = 0; hh < H; ++hh) std::copy_n(attn + (t * H + hh) * Dv, L, head_in + (hh * n + t) * L);
   };
   ParallelFor(n, [&by_head](int64_t b, int64_t e) { by_head(b, e); });
-  for (int64_t hh = 0; hh < H; ++hh)
-    jobs[hh] = {ExpertMatrix(v_b, static_cast<uint32_t>(hh)), head_in + hh * n * L, nullptr, n,
-                head_out + hh * n * Vm};
-  MatMulBatch({jobs, static_cast<size_t>(H)});
-  auto by_token = [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t)
-      for (int64_t hh = 0; hh < H; ++hh)
-        std::copy_n(head_out + (hh * n + t) * Vm, Vm, vout + (t * H + hh) * Vm);
-  };
-  ParallelFor(n, [&by_token](int64_t b, int64_t e) { by_token(b, e); });
+  per_head(*W(m, il, R::kAttnVB), L, Vm, vout, Vm);
   MatMul(Matrix(*W(m, il, R::kAttnOutput)), vout, n, out);
   return Status::Ok();
 }
