@@ -203,6 +203,78 @@ TEST(Jinja, RenderingIsBounded) {
   EXPECT_EQ(*out, "[|||abab]");
 }
 
+// Fuzz findings (chat_template_fuzz, 2026-12-07): a stack overflow on a
+// chain of 5000 subtractions (the parser built it in a loop, the renderer
+// walked it by recursion). Found beside it: a list that contains itself
+// (repr recursed forever; the cycle leaked) and a chain of 100000 nested
+// lists (freed by recursion). Trees are bounded at parse time; rendering
+// depth, value walks and frees are bounded or iterative.
+TEST(Jinja, DeepChainsAndSelfContainingValuesAreErrorsNotCrashes) {
+  std::string chain = "{{ 1";
+  for (int k = 0; k < 5000; ++k) chain += " - 1";
+  EXPECT_NE(Render(chain + " }}").find("expression nests deeper than 200 levels"), std::string::npos);
+  std::string ok = "{{ 0";
+  for (int k = 0; k < 150; ++k) ok += " + 1";
+  EXPECT_EQ(Render(ok + " }}"), "150");
+  std::string attrs = "{{ x";
+  for (int k = 0; k < 500; ++k) attrs += ".a";
+  EXPECT_NE(Render(attrs + " }}").find("nests deeper"), std::string::npos);
+  std::string filters = "{{ 1";
+  for (int k = 0; k < 500; ++k) filters += "|string";
+  EXPECT_NE(Render(filters + " }}").find("nests deeper"), std::string::npos);
+
+  // Rendering depth: macro calls allowed to nest 1000 deep still stop, at
+  // the renderer's depth bound.
+  auto rec = jinja::Template::Parse("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  ASSERT_TRUE(rec.ok());
+  jinja::Limits deep;
+  deep.max_call_depth = 1000;
+  auto out = rec->Render(ordered_json::object(), deep);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("nests deeper than 512 levels while rendering"), std::string::npos)
+      << out.status().message();
+
+  // A list that contains itself: == by identity (as Python), str and tojson
+  // an error naming the line; the cycle is broken when the render ends
+  // (LeakSanitizer checks that in the sanitizer build).
+  EXPECT_EQ(Render("{% set x = [] %}{{ x.append(x) }}{{ x == x }}"), "NoneTrue");
+  EXPECT_NE(Render("{% set x = [] %}{{ x.append(x) }}\n{{ x }}").find("line 2: a value nests deeper than 256 levels"),
+            std::string::npos);
+  EXPECT_NE(Render("{% set x = [] %}{{ x.append(x) }}{{ x|tojson }}").find("nests deeper"), std::string::npos);
+  EXPECT_NE(Render("{% set x = [] %}{% set y = [] %}{{ x.append(x) }}{{ y.append(y) }}{{ x == y }}").find("nests deeper"),
+            std::string::npos);
+  EXPECT_EQ(Render("{% set ns = namespace(a=1) %}{% set ns.self = ns %}{% set x = [] %}{{ x.append(x.append) }}{{ ns.self.self.a }}"),
+            "None1");
+
+  // Shared lists: 2**60 elements as a tree, in 120 steps. Comparing or
+  // printing them is an error, not a hang.
+  const std::string dag =
+      "{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% set ns.b = [ns.b, ns.b] %}{% endfor %}";
+  jinja::Limits small;
+  small.max_steps = 100000;
+  small.max_output = 1 << 16;
+  auto RenderSmall = [&](const std::string& source) {
+    auto t = jinja::Template::Parse(source);
+    EXPECT_TRUE(t.ok());
+    auto r = t->Render(ordered_json::object(), small);
+    return r.ok() ? *r : "ERROR: " + r.status().message();
+  };
+  EXPECT_NE(RenderSmall(dag + "{{ ns.a == ns.b }}").find("comparing values took more steps"), std::string::npos);
+  EXPECT_NE(RenderSmall(dag + "{{ ns.a }}").find("output passed 65536 bytes"), std::string::npos);
+  EXPECT_NE(RenderSmall(dag + "{{ ns.a|tojson }}").find("output passed 65536 bytes"), std::string::npos);
+
+  // A chain of 100000 nested lists, built from the root down and from the
+  // leaf up, then dropped mid-render and at the end: freed in a loop.
+  EXPECT_EQ(Render("{% set ns = namespace(cur=[]) %}{% set root = ns.cur %}{% for i in range(100000) %}"
+                   "{% set n = [] %}{% if ns.cur.append(n) %}{% endif %}{% set ns.cur = n %}{% endfor %}"
+                   "{{ root|length }}"),
+            "1");
+  EXPECT_EQ(Render("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                   "{{ ns.x|length }}{% set ns.x = none %}{{ ns.x }}"),
+            "1None");
+}
+
 // An attribute of digits only is an index, as in Jinja2's attribute
 // getters; one too large for int64 indexes nothing (a fuzz finding: it
 // threw std::out_of_range out of the renderer and ended the process).

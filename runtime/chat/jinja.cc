@@ -6,6 +6,7 @@
 #include "runtime/base/strings.h"
 #include "runtime/chat/jinja_parse.h"
 #include "runtime/chat/jinja_render.h"
+#include "runtime/chat/jinja_value.h"
 
 namespace strata::jinja {
 
@@ -22,6 +23,7 @@ Result<Template> Template::Parse(std::string_view source) {
 Result<std::string> Template::Render(const nlohmann::ordered_json& context, const Limits& limits) const {
   std::string out;
   try {
+    const ValueArena arena(limits.max_output, limits.max_steps);
     RenderTemplate(*root_, limits, Globals(context, limits.fixed_time), &out);
   } catch (const Error& e) {
     if (e.raised) return InvalidArgument(e.what());

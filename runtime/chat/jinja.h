@@ -40,6 +40,7 @@ struct Limits {
   size_t max_output = 8u << 20;       // bytes rendered
   uint64_t max_steps = 20'000'000;    // statements, loop iterations and calls
   int max_call_depth = 64;            // macro calls in progress
+  int max_depth = 512;                // statements, expressions and calls in progress (bounds the stack)
   int64_t fixed_time = -1;            // tests: strftime_now formats this Unix time (UTC), not the clock
 };
 

@@ -172,6 +172,18 @@ class ExprParser {
     ExprParser* p_;
   };
 
+  // Every child joins its parent here. Depth bounds the parser's recursion,
+  // but the left-leaning chains (`a - b - c ...`, `x.y.z ...`, `v|f|g ...`)
+  // are built in loops, and the renderer walks (and the tree frees) them by
+  // recursion: so the tree's height is bounded too, as it grows.
+  void Adopt(Expr& e, ExprPtr kid) {
+    if (kid && kid->height >= e.height) {
+      e.height = kid->height + 1;
+      if (e.height > kMaxNesting) Fail(StrFormat("expression nests deeper than %d levels", kMaxNesting));
+    }
+    e.kids.push_back(std::move(kid));
+  }
+
   ExprPtr Ternary() {
     Depth d(this);
     ExprPtr a = Or();
@@ -186,9 +198,9 @@ class ExprParser {
       } else {
         other = MakeExpr(Expr::Op::kLiteral, line_);  // undefined
       }
-      e->kids.push_back(std::move(cond));
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(std::move(other));
+      Adopt(*e, std::move(cond));
+      Adopt(*e, std::move(a));
+      Adopt(*e, std::move(other));
       return e;
     }
     return a;
@@ -198,8 +210,8 @@ class ExprParser {
     while (IsName("or")) {
       ++p_;
       auto e = MakeExpr(Expr::Op::kOr, line_);
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(And());
+      Adopt(*e, std::move(a));
+      Adopt(*e, And());
       a = std::move(e);
     }
     return a;
@@ -209,8 +221,8 @@ class ExprParser {
     while (IsName("and")) {
       ++p_;
       auto e = MakeExpr(Expr::Op::kAnd, line_);
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Not());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Not());
       a = std::move(e);
     }
     return a;
@@ -220,7 +232,7 @@ class ExprParser {
       Depth d(this);
       ++p_;
       auto e = MakeExpr(Expr::Op::kNot, line_);
-      e->kids.push_back(Not());
+      Adopt(*e, Not());
       return e;
     }
     return Compare();
@@ -245,14 +257,14 @@ class ExprParser {
           e->negated = true;
         }
         e->name = Name();
-        e->kids.push_back(std::move(a));
+        Adopt(*e, std::move(a));
         if (IsOp("(")) {
           CallArgs(e.get());
         } else if (!AtEnd() && (t_[p_].kind == Tok::kString || t_[p_].kind == Tok::kInt ||
                                 t_[p_].kind == Tok::kFloat ||
                                 (t_[p_].kind == Tok::kName && !IsName("and") && !IsName("or") && !IsName("else") &&
                                  !IsName("if") && !IsName("is") && !IsName("in") && !IsName("not")))) {
-          e->kids.push_back(Primary());  // `x is divisibleby 3`, `x is sameas y`
+          Adopt(*e, Primary());  // `x is divisibleby 3`, `x is sameas y`
         }
         a = std::move(e);
         continue;
@@ -261,8 +273,8 @@ class ExprParser {
       }
       auto e = MakeExpr(Expr::Op::kCompare, line_);
       e->name = op;
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Concat());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Concat());
       a = std::move(e);
     }
   }
@@ -272,8 +284,8 @@ class ExprParser {
       ++p_;
       auto e = MakeExpr(Expr::Op::kBinary, line_);
       e->name = "~";
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Additive());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Additive());
       a = std::move(e);
     }
     return a;
@@ -283,8 +295,8 @@ class ExprParser {
     while (IsOp("+") || IsOp("-")) {
       auto e = MakeExpr(Expr::Op::kBinary, line_);
       e->name = t_[p_++].text;
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Multiplicative());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Multiplicative());
       a = std::move(e);
     }
     return a;
@@ -294,8 +306,8 @@ class ExprParser {
     while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
       auto e = MakeExpr(Expr::Op::kBinary, line_);
       e->name = t_[p_++].text;
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Unary());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Unary());
       a = std::move(e);
     }
     return a;
@@ -305,7 +317,7 @@ class ExprParser {
       Depth d(this);
       auto e = MakeExpr(IsOp("-") ? Expr::Op::kNeg : Expr::Op::kPos, line_);
       ++p_;
-      e->kids.push_back(Unary());
+      Adopt(*e, Unary());
       return e;
     }
     return Power();
@@ -316,8 +328,8 @@ class ExprParser {
       ++p_;
       auto e = MakeExpr(Expr::Op::kBinary, line_);
       e->name = "**";
-      e->kids.push_back(std::move(a));
-      e->kids.push_back(Unary());
+      Adopt(*e, std::move(a));
+      Adopt(*e, Unary());
       return e;
     }
     return a;
@@ -331,7 +343,7 @@ class ExprParser {
         auto e = MakeExpr(Expr::Op::kAttr, line_);
         if (t_[p_].kind == Tok::kInt) e->name = t_[p_++].text;
         else e->name = Name();
-        e->kids.push_back(std::move(a));
+        Adopt(*e, std::move(a));
         a = std::move(e);
       } else if (IsOp("[")) {
         Depth d(this);
@@ -349,17 +361,17 @@ class ExprParser {
         }
         ExpectOp("]");
         auto e = MakeExpr(slice ? Expr::Op::kSlice : Expr::Op::kItem, line_);
-        e->kids.push_back(std::move(a));
+        Adopt(*e, std::move(a));
         if (slice) {
-          for (auto& part : parts) e->kids.push_back(std::move(part));
+          for (auto& part : parts) Adopt(*e, std::move(part));
         } else {
           if (!parts[0]) Fail("expected an index");
-          e->kids.push_back(std::move(parts[0]));
+          Adopt(*e, std::move(parts[0]));
         }
         a = std::move(e);
       } else if (IsOp("(")) {
         auto e = MakeExpr(Expr::Op::kCall, line_);
-        e->kids.push_back(std::move(a));
+        Adopt(*e, std::move(a));
         CallArgs(e.get());
         a = std::move(e);
       } else if (IsOp("|")) {
@@ -370,7 +382,7 @@ class ExprParser {
           ++p_;
           e->name += "." + Name();
         }
-        e->kids.push_back(std::move(a));
+        Adopt(*e, std::move(a));
         if (IsOp("(")) CallArgs(e.get());
         a = std::move(e);
       } else {
@@ -386,10 +398,10 @@ class ExprParser {
       if (t_[p_].kind == Tok::kName && t_[p_ + 1].kind == Tok::kOp && t_[p_ + 1].text == "=") {
         e->kwnames.push_back(t_[p_].text);
         p_ += 2;
-        e->kids.push_back(Ternary());
+        Adopt(*e, Ternary());
       } else {
         if (!e->kwnames.empty()) Fail("a positional argument after a keyword argument");
-        e->kids.push_back(Ternary());
+        Adopt(*e, Ternary());
       }
       if (!IsOp(",")) break;
       ++p_;
@@ -434,11 +446,11 @@ class ExprParser {
       ExprPtr first = Ternary();
       if (IsOp(",")) {
         auto e = MakeExpr(Expr::Op::kTuple, line_);
-        e->kids.push_back(std::move(first));
+        Adopt(*e, std::move(first));
         while (IsOp(",")) {
           ++p_;
           if (IsOp(")")) break;
-          e->kids.push_back(Ternary());
+          Adopt(*e, Ternary());
         }
         ExpectOp(")");
         return e;
@@ -450,7 +462,7 @@ class ExprParser {
       ++p_;
       auto e = MakeExpr(Expr::Op::kList, line_);
       while (!IsOp("]")) {
-        e->kids.push_back(Ternary());
+        Adopt(*e, Ternary());
         if (!IsOp(",")) break;
         ++p_;
       }
@@ -461,9 +473,9 @@ class ExprParser {
       ++p_;
       auto e = MakeExpr(Expr::Op::kDict, line_);
       while (!IsOp("}")) {
-        e->kids.push_back(Ternary());
+        Adopt(*e, Ternary());
         ExpectOp(":");
-        e->kids.push_back(Ternary());
+        Adopt(*e, Ternary());
         if (!IsOp(",")) break;
         ++p_;
       }

@@ -27,6 +27,7 @@ struct Expr {
   std::vector<ExprPtr> kids;        // operands, elements, call args, slice parts (null for omitted)
   std::vector<std::string> kwnames; // kCall/kFilter/kTest: names of the trailing keyword arguments
   bool negated = false;             // kTest: `is not`
+  int height = 1;                   // levels, this one included (the parser bounds it)
 };
 
 struct Node {

@@ -23,6 +23,7 @@ class Renderer final : public FilterHost {
   void Run(const Node& n, std::string* out) {
     if (Render(n, out) != Flow::kNormal) throw Error("{% break %} or {% continue %} outside a loop", n.line);
   }
+  int line() const { return line_; }
 
  private:
   void Step(int line) override {
@@ -44,7 +45,22 @@ class Renderer final : public FilterHost {
   }
   void Assign(const std::string& name, Value v) { scopes_.back().o->Set(name, std::move(v)); }
 
+  // The renderer recurses over the tree (statements, expressions, macro
+  // calls), so the depth in progress is bounded: it bounds the stack.
+  struct Nest {
+    Nest(Renderer* r, int line) : r_(r) {
+      r->line_ = line;
+      if (++r->depth_ > r->limits_.max_depth) {
+        --r->depth_;
+        throw Error(StrFormat("the template nests deeper than %d levels while rendering", r->limits_.max_depth), line);
+      }
+    }
+    ~Nest() { --r_->depth_; }
+    Renderer* r_;
+  };
+
   Flow Render(const Node& n, std::string* out) {
+    Nest nest(this, n.line);
     Step(n.line);
     switch (n.kind) {
       case Node::Kind::kBlock:
@@ -224,6 +240,7 @@ class Renderer final : public FilterHost {
   }
 
   Value Eval(const Expr& e) {
+    Nest nest(this, e.line);
     switch (e.op) {
       case Expr::Op::kLiteral: return e.literal;
       case Expr::Op::kName: return Lookup(e.name);
@@ -689,6 +706,8 @@ class Renderer final : public FilterHost {
   std::vector<Value> scopes_;  // [0]: globals and the context; then set/for/macro scopes
   uint64_t steps_ = 0;
   int call_depth_ = 0;
+  int depth_ = 0;  // Nest
+  int line_ = 0;   // the line being rendered, for the value walks' errors (they throw line 0)
 };
 
 }  // namespace
@@ -774,7 +793,12 @@ Value Globals(const nlohmann::ordered_json& context, int64_t fixed_time) {
 
 void RenderTemplate(const Node& root, const Limits& limits, Value globals, std::string* out) {
   Renderer r(limits, std::move(globals));
-  r.Run(root, out);
+  try {
+    r.Run(root, out);
+  } catch (Error& e) {
+    if (e.line == 0) e.line = r.line();
+    throw;
+  }
 }
 
 }  // namespace strata::jinja

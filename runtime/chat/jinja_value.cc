@@ -3,11 +3,142 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 
 #include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
 
 namespace strata::jinja {
+
+// ---------------------------------------------------------------------------
+// Containers: freed without recursion, recorded by the open arena.
+
+namespace {
+
+enum class Held : uint8_t { kArray, kObject, kFunction };
+
+// Per thread: the frees put off while others run, the open arena's
+// containers, and the limits of the walks over values.
+struct Heap {
+  bool draining = false;
+  std::vector<std::pair<void*, void (*)(void*)>> pending;
+  std::unordered_map<const void*, Held>* live = nullptr;
+  size_t max_text = size_t{8} << 20;
+  uint64_t work_left = UINT64_MAX;
+  int walk_depth = 0;
+};
+thread_local Heap heap;
+
+template <class T>
+void Delete(void* p) {
+  delete static_cast<T*>(p);
+}
+
+// Frees what was queued. A container's elements drop their last references
+// while it is deleted; those come back to Reap, which queues them: the loop
+// frees a chain of any depth one link at a time.
+void Drain(Heap& h) {
+  h.draining = true;
+  while (!h.pending.empty()) {
+    const auto [p, del] = h.pending.back();
+    h.pending.pop_back();
+    del(p);
+  }
+  h.draining = false;
+}
+
+// Every container's deleter.
+template <class T>
+void Reap(T* p) {
+  Heap& h = heap;
+  if (h.live) h.live->erase(p);
+  try {
+    h.pending.emplace_back(p, &Delete<T>);
+  } catch (...) {  // out of memory for the queue: free it here, by recursion
+    delete p;
+    return;
+  }
+  if (!h.draining) Drain(h);
+}
+
+template <class T>
+std::shared_ptr<T> Track(T* p, Held kind) {
+  std::shared_ptr<T> sp(p, [](T* q) { Reap(q); });
+  if (heap.live) heap.live->emplace(p, kind);
+  return sp;
+}
+
+// The walks' depth: str, repr, tojson and == recurse into containers.
+struct WalkNest {
+  WalkNest() {
+    if (++heap.walk_depth > kMaxValueDepth) {
+      --heap.walk_depth;
+      throw Error(StrFormat("a value nests deeper than %d levels (a list or dict that contains itself?)",
+                            kMaxValueDepth),
+                  0);
+    }
+  }
+  ~WalkNest() { --heap.walk_depth; }
+  WalkNest(const WalkNest&) = delete;
+  WalkNest& operator=(const WalkNest&) = delete;
+};
+
+void CheckText(const std::string& out) {
+  if (out.size() > heap.max_text) throw Error(StrFormat("the template's output passed %zu bytes", heap.max_text), 0);
+}
+
+}  // namespace
+
+std::shared_ptr<Array> NewArray(Array x) { return Track(new Array(std::move(x)), Held::kArray); }
+std::shared_ptr<Object> NewObject() { return Track(new Object(), Held::kObject); }
+std::shared_ptr<Function> NewFunction(Function f) { return Track(new Function(std::move(f)), Held::kFunction); }
+
+struct ValueArena::Saved {
+  std::unordered_map<const void*, Held> live;
+  std::unordered_map<const void*, Held>* outer_live;
+  size_t outer_max_text;
+  uint64_t outer_work_left;
+};
+
+ValueArena::ValueArena(size_t max_text, uint64_t max_work) : saved_(std::make_unique<Saved>()) {
+  saved_->outer_live = heap.live;
+  saved_->outer_max_text = heap.max_text;
+  saved_->outer_work_left = heap.work_left;
+  heap.live = &saved_->live;
+  heap.max_text = max_text;
+  heap.work_left = max_work;
+}
+
+// Empties every container of the render still alive: that breaks the cycles
+// a template made, and frees what they held. Nothing is freed while they are
+// emptied (the frees are queued), so each one is still there to empty.
+ValueArena::~ValueArena() {
+  Heap& h = heap;
+  std::vector<std::pair<const void*, Held>> alive;
+  try {
+    alive.assign(saved_->live.begin(), saved_->live.end());
+  } catch (...) {  // out of memory: leave the cycles (a leak, not a crash)
+    alive.clear();
+  }
+  h.live = saved_->outer_live;
+  h.max_text = saved_->outer_max_text;
+  h.work_left = saved_->outer_work_left;
+  const bool draining = h.draining;
+  h.draining = true;
+  for (const auto& [p, kind] : alive) {
+    void* q = const_cast<void*>(p);
+    switch (kind) {
+      case Held::kArray: static_cast<Array*>(q)->clear(); break;
+      case Held::kObject: static_cast<Object*>(q)->items.clear(); break;
+      case Held::kFunction: *static_cast<Function*>(q) = nullptr; break;
+    }
+  }
+  if (draining) return;
+  Drain(h);
+}
+
+// ---------------------------------------------------------------------------
+// Conversions.
 
 Value FromJson(const nlohmann::ordered_json& j) {
   switch (j.type()) {
@@ -109,6 +240,8 @@ void JsonString(const std::string& s, std::string* out) {
 
 // json.dumps(v, ensure_ascii=False[, indent=n]) as Python writes it.
 void ToJson(const Value& v, int indent, int depth, std::string* out) {
+  const WalkNest nest;
+  CheckText(*out);
   auto newline = [&](int d) {
     if (indent < 0) return;
     *out += '\n';
@@ -177,6 +310,7 @@ std::string Str(const Value& v) {
 }
 
 std::string Repr(const Value& v) {
+  const WalkNest nest;
   switch (v.kind) {
     case Value::Kind::kString: {
       const std::string& s = v.str();
@@ -193,7 +327,10 @@ std::string Repr(const Value& v) {
     }
     case Value::Kind::kArray: {
       std::string out = "[";
-      for (size_t k = 0; k < v.a->size(); ++k) out += (k ? ", " : "") + Repr((*v.a)[k]);
+      for (size_t k = 0; k < v.a->size(); ++k) {
+        out += (k ? ", " : "") + Repr((*v.a)[k]);
+        CheckText(out);
+      }
       return out + "]";
     }
     case Value::Kind::kObject: {
@@ -201,6 +338,7 @@ std::string Repr(const Value& v) {
       bool first = true;
       for (const auto& [k, e] : v.o->items) {
         out += (first ? "" : ", ") + Repr(Value::Str(k)) + ": " + Repr(e);
+        CheckText(out);
         first = false;
       }
       return out + "}";
@@ -211,6 +349,9 @@ std::string Repr(const Value& v) {
 }
 
 bool Equal(const Value& x, const Value& y) {
+  const WalkNest nest;
+  if (heap.work_left == 0) throw Error("comparing values took more steps than the template may run", 0);
+  --heap.work_left;
   if (x.kind == Value::Kind::kInt && y.kind == Value::Kind::kInt) return x.i == y.i;  // exact past 2^53
   if (x.is_number() && y.is_number()) return x.num() == y.num();
   if (x.kind == Value::Kind::kBool && y.is_number()) return x.num() == y.num();
@@ -222,11 +363,13 @@ bool Equal(const Value& x, const Value& y) {
     case Value::Kind::kBool: return x.b == y.b;
     case Value::Kind::kString: return x.str() == y.str();
     case Value::Kind::kArray:
+      if (x.a == y.a) return true;  // Python's identity shortcut: x == x holds for a list that contains itself
       if (x.a->size() != y.a->size()) return false;
       for (size_t k = 0; k < x.a->size(); ++k)
         if (!Equal((*x.a)[k], (*y.a)[k])) return false;
       return true;
     case Value::Kind::kObject:
+      if (x.o == y.o) return true;
       if (x.o->items.size() != y.o->items.size()) return false;
       for (const auto& [k, e] : x.o->items) {
         const Value* other = y.o->Find(k);

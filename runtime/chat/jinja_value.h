@@ -27,6 +27,22 @@ struct Object;
 struct Args;
 using Function = std::function<Value(Args&)>;
 
+// Lists, dicts and functions (closures) are shared and mutable, so a
+// template can nest them without bound, and can make one contain itself
+// (`x.append(x)`, `ns.self = ns`). Three rules keep that from crashing or
+// leaking (jinja_value.cc):
+// - a container is freed without recursion: a chain of any depth is freed
+//   in a loop;
+// - the walks over values (str, repr, tojson, ==) stop with an error past
+//   kMaxValueDepth levels, past the render's output size, and == past its
+//   steps;
+// - a ValueArena, open for one render, records the containers made in it,
+//   and on closing empties every one still alive, which breaks all cycles.
+std::shared_ptr<Array> NewArray(Array x);
+std::shared_ptr<Object> NewObject();
+std::shared_ptr<Function> NewFunction(Function f);
+constexpr int kMaxValueDepth = 256;
+
 struct Value {
   enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kFunction };
   Kind kind = Kind::kUndefined;
@@ -51,14 +67,14 @@ struct Value {
   static Value List(Array x = {}) {
     Value v;
     v.kind = Kind::kArray;
-    v.a = std::make_shared<Array>(std::move(x));
+    v.a = NewArray(std::move(x));
     return v;
   }
   static Value Dict();
   static Value Func(Function f) {
     Value v;
     v.kind = Kind::kFunction;
-    v.fn = std::make_shared<Function>(std::move(f));
+    v.fn = NewFunction(std::move(f));
     return v;
   }
 
@@ -94,7 +110,7 @@ struct Object {
 inline Value Value::Dict() {
   Value v;
   v.kind = Kind::kObject;
-  v.o = std::make_shared<Object>();
+  v.o = NewObject();
   return v;
 }
 
@@ -134,6 +150,22 @@ struct Error : std::runtime_error {
   Error(std::string m, int l) : std::runtime_error(std::move(m)), line(l) {}
   int line;
   bool raised = false;  // raise_exception: the message is the template's own
+};
+
+// One render's containers (see NewArray above). Not copyable; one per thread
+// at a time (they nest: the inner one's containers are its own).
+class ValueArena {
+ public:
+  // max_text: the longest text a walk may build (the render's output limit);
+  // max_work: the most element comparisons == may make in the render.
+  ValueArena(size_t max_text, uint64_t max_work);
+  ~ValueArena();
+  ValueArena(const ValueArena&) = delete;
+  ValueArena& operator=(const ValueArena&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
 };
 
 Value FromJson(const nlohmann::ordered_json& j);
