@@ -15,10 +15,13 @@ if(STRATA_WERROR)
   list(APPEND STRATA_WARNINGS -Werror)
 endif()
 
-# With STRATA_FUZZ, every library is instrumented for coverage so libFuzzer
-# gets feedback from the code under test, not only from the fuzz target.
+# With STRATA_FUZZ, the libraries are instrumented for coverage so libFuzzer
+# gets feedback from the code under test, not only from the fuzz target; the
+# compute paths no fuzz target reaches, and the unit tests, are left out
+# (cmake/fuzz-coverage-ignorelist.txt says which, and why).
 if(STRATA_FUZZ)
-  add_compile_options(-fsanitize=fuzzer-no-link)
+  add_compile_options(-fsanitize=fuzzer-no-link
+                      -fsanitize-coverage-ignorelist=${PROJECT_SOURCE_DIR}/cmake/fuzz-coverage-ignorelist.txt)
 endif()
 
 # float-cast-overflow (a float or double converted to an integer type that
