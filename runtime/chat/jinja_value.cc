@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
-#include <unordered_map>
 
 #include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
@@ -11,27 +10,52 @@
 namespace strata::jinja {
 
 // ---------------------------------------------------------------------------
-// Containers: freed without recursion, recorded by the open arena.
+// Containers: freed without recursion, listed by the open arena.
 
 namespace {
 
 enum class Held : uint8_t { kArray, kObject, kFunction };
 
-// Per thread: the frees put off while others run, the open arena's
-// containers, and the limits of the walks over values.
+// A container's header: its place in the open arena's list, a ring through
+// the arena's sentinel. prev == nullptr: in no list. An unlinked header
+// keeps its `next` (the arena's last walk follows it; see ~ValueArena).
+struct Link {
+  Link* prev = nullptr;
+  Link* next = nullptr;
+  Held kind = Held::kArray;
+};
+
+template <class T>
+struct Box : Link {
+  template <class... A>
+  explicit Box(Held k, A&&... a) : value(std::forward<A>(a)...) {
+    kind = k;
+  }
+  T value;
+};
+
+// Per thread: the frees put off while others run, the open arena's list,
+// and the limits of the walks over values.
 struct Heap {
   bool draining = false;
-  std::vector<std::pair<void*, void (*)(void*)>> pending;
-  std::unordered_map<const void*, Held>* live = nullptr;
+  std::vector<std::pair<Link*, void (*)(Link*)>> pending;
+  Link* live = nullptr;
   size_t max_text = size_t{8} << 20;
   uint64_t work_left = UINT64_MAX;
   int walk_depth = 0;
 };
 thread_local Heap heap;
 
+void Unlink(Link* l) {
+  if (!l->prev) return;
+  l->prev->next = l->next;
+  l->next->prev = l->prev;
+  l->prev = nullptr;
+}
+
 template <class T>
-void Delete(void* p) {
-  delete static_cast<T*>(p);
+void Delete(Link* l) {
+  delete static_cast<Box<T>*>(l);
 }
 
 // Frees what was queued. A container's elements drop their last references
@@ -40,32 +64,37 @@ void Delete(void* p) {
 void Drain(Heap& h) {
   h.draining = true;
   while (!h.pending.empty()) {
-    const auto [p, del] = h.pending.back();
+    const auto [l, del] = h.pending.back();
     h.pending.pop_back();
-    del(p);
+    del(l);
   }
   h.draining = false;
 }
 
 // Every container's deleter.
 template <class T>
-void Reap(T* p) {
+void Reap(Box<T>* b) {
   Heap& h = heap;
-  if (h.live) h.live->erase(p);
+  Unlink(b);
   try {
-    h.pending.emplace_back(p, &Delete<T>);
+    h.pending.emplace_back(b, &Delete<T>);
   } catch (...) {  // out of memory for the queue: free it here, by recursion
-    delete p;
+    delete b;
     return;
   }
   if (!h.draining) Drain(h);
 }
 
-template <class T>
-std::shared_ptr<T> Track(T* p, Held kind) {
-  std::shared_ptr<T> sp(p, [](T* q) { Reap(q); });
-  if (heap.live) heap.live->emplace(p, kind);
-  return sp;
+template <class T, class... A>
+std::shared_ptr<T> Make(Held kind, A&&... a) {
+  auto* b = new Box<T>(kind, std::forward<A>(a)...);
+  if (Link* head = heap.live) {
+    b->prev = head;
+    b->next = head->next;
+    head->next->prev = b;
+    head->next = b;
+  }
+  return std::shared_ptr<T>(&b->value, [b](T*) { Reap(b); });
 }
 
 // The walks' depth: str, repr, tojson and == recurse into containers.
@@ -89,49 +118,51 @@ void CheckText(const std::string& out) {
 
 }  // namespace
 
-std::shared_ptr<Array> NewArray(Array x) { return Track(new Array(std::move(x)), Held::kArray); }
-std::shared_ptr<Object> NewObject() { return Track(new Object(), Held::kObject); }
-std::shared_ptr<Function> NewFunction(Function f) { return Track(new Function(std::move(f)), Held::kFunction); }
+std::shared_ptr<Array> NewArray(Array x) { return Make<Array>(Held::kArray, std::move(x)); }
+std::shared_ptr<Object> NewObject() { return Make<Object>(Held::kObject); }
+std::shared_ptr<Function> NewFunction(Function f) { return Make<Function>(Held::kFunction, std::move(f)); }
 
 struct ValueArena::Saved {
-  std::unordered_map<const void*, Held> live;
-  std::unordered_map<const void*, Held>* outer_live;
+  Link head;  // the sentinel
+  Link* outer_live;
   size_t outer_max_text;
   uint64_t outer_work_left;
 };
 
 ValueArena::ValueArena(size_t max_text, uint64_t max_work) : saved_(std::make_unique<Saved>()) {
+  saved_->head.prev = saved_->head.next = &saved_->head;
   saved_->outer_live = heap.live;
   saved_->outer_max_text = heap.max_text;
   saved_->outer_work_left = heap.work_left;
-  heap.live = &saved_->live;
+  heap.live = &saved_->head;
   heap.max_text = max_text;
   heap.work_left = max_work;
 }
 
 // Empties every container of the render still alive: that breaks the cycles
 // a template made, and frees what they held. Nothing is freed while they are
-// emptied (the frees are queued), so each one is still there to empty.
+// emptied (the frees are queued), so each one is still there to empty, and
+// the walk can follow the `next` of one that emptying an earlier one
+// unlinked: it leads on through the list's order, past nothing still in it.
+// Each is taken out of the list as it is passed, so none points at the
+// sentinel when it goes.
 ValueArena::~ValueArena() {
   Heap& h = heap;
-  std::vector<std::pair<const void*, Held>> alive;
-  try {
-    alive.assign(saved_->live.begin(), saved_->live.end());
-  } catch (...) {  // out of memory: leave the cycles (a leak, not a crash)
-    alive.clear();
-  }
+  Link* const head = &saved_->head;
   h.live = saved_->outer_live;
   h.max_text = saved_->outer_max_text;
   h.work_left = saved_->outer_work_left;
   const bool draining = h.draining;
   h.draining = true;
-  for (const auto& [p, kind] : alive) {
-    void* q = const_cast<void*>(p);
-    switch (kind) {
-      case Held::kArray: static_cast<Array*>(q)->clear(); break;
-      case Held::kObject: static_cast<Object*>(q)->items.clear(); break;
-      case Held::kFunction: *static_cast<Function*>(q) = nullptr; break;
+  for (Link* l = head->next; l != head;) {
+    Link* const next = l->next;
+    l->prev = l->next = nullptr;
+    switch (l->kind) {
+      case Held::kArray: static_cast<Box<Array>*>(l)->value.clear(); break;
+      case Held::kObject: static_cast<Box<Object>*>(l)->value.items.clear(); break;
+      case Held::kFunction: static_cast<Box<Function>*>(l)->value = nullptr; break;
     }
+    l = next;
   }
   if (draining) return;
   Drain(h);
