@@ -151,6 +151,17 @@ TEST(Jinja, IntegersAreExactAndOverflowIsAnErrorNamingTheLine) {
                    "{{ [1, 2, 3][0:3:9223372036854775807] }}"),
             "[9223372036854775806] [1]");
   EXPECT_EQ(Render("{{ range(1e30) }}"), "ERROR: chat template, line 1: range() stop 1e+30 does not fit a 64-bit integer");
+  // A range's length is Jinja2's sandbox's (100,000 values at most), checked
+  // before it is built: a huge one fails at once, not after a million values.
+  EXPECT_EQ(Render("{{ range(100000)|length }} {{ range(0, 300000, 3)|length }} {{ range(5, -5, -3)|list }}"),
+            "100000 100000 [5, 2, -1, -4]");
+  EXPECT_EQ(Render("{{ range(100001) }}"),
+            "ERROR: chat template, line 1: range() of 100001 values: past the 100000 that Jinja2's sandbox allows");
+  EXPECT_EQ(Render("{{ range(-9223372036854775807 - 1, 9223372036854775807) }}"),
+            "ERROR: chat template, line 1: range() of 18446744073709551615 values: past the 100000 that Jinja2's sandbox "
+            "allows");
+  EXPECT_EQ(Render("{{ range(9223372036854775807, -9223372036854775807 - 1, -9223372036854775807 - 1)|list }}"),
+            "[9223372036854775807, -1]");
   EXPECT_EQ(Render("{{ 'ab' * 9223372036854775807 }}"), "ERROR: chat template, line 1: string repetition too long");
   EXPECT_EQ(Render("{{ {'a': 1} | tojson(indent=100000) }}"),
             "ERROR: chat template, line 1: tojson indent 100000 is outside [0, 256]");

@@ -723,13 +723,28 @@ Value Globals(const nlohmann::ordered_json& context, int64_t fixed_time) {
                if (a.pos.size() >= 3) step = IntArg(a.pos[2], a.line, "range() step");
              }
              if (step == 0) throw Error("range() step must not be zero", a.line);
-             Value out = Value::List();
-             for (int64_t k = start; step > 0 ? k < stop : k > stop;) {
-               if (out.a->size() >= 1'000'000) throw Error("range() longer than 1,000,000", a.line);
-               out.a->push_back(Value::Int(k));
-               if (__builtin_add_overflow(k, step, &k)) break;  // the next value is past int64: past stop too
+             // Its length first, in unsigned arithmetic (any int64 bounds):
+             // a range past the cap fails before it is built. The cap is
+             // Jinja2's sandbox's, which Hugging Face renders templates in.
+             constexpr uint64_t kMaxRange = 100'000;
+             const bool up = step > 0;
+             uint64_t n = 0;
+             if (up ? start < stop : start > stop) {
+               const uint64_t span = up ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                        : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+               const uint64_t stride = up ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+               n = (span - 1) / stride + 1;
              }
-             return out;
+             if (n > kMaxRange)
+               throw Error(StrFormat("range() of %llu values: past the %llu that Jinja2's sandbox allows",
+                                     static_cast<unsigned long long>(n), static_cast<unsigned long long>(kMaxRange)),
+                           a.line);
+             Array values;
+             values.reserve(static_cast<size_t>(n));
+             // start + i * step stays between start and stop: no overflow.
+             for (uint64_t i = 0; i < n; ++i)
+               values.push_back(Value::Int(static_cast<int64_t>(static_cast<uint64_t>(start) + i * static_cast<uint64_t>(step))));
+             return Value::List(std::move(values));
            }));
   g.o->Set("raise_exception", Value::Func([](Args& a) -> Value {
              Error e(a.pos.empty() ? "raise_exception" : Str(a.pos[0]), a.line);
