@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -155,6 +157,51 @@ TEST(SoftwareGpuKernels, ShufflesAndBallotsAreCudasOnFullAndPartialWarps) {
       EXPECT_EQ(la[t], lanes_in_warp == warp ? static_cast<int>(warp - 1) * 7 + 5 : -1)
           << t << ": a missing lane reads as 0xffffffff";
       EXPECT_EQ(ln[t], static_cast<int>(lane + 1000 * w)) << t;
+    }
+  }
+}
+
+// portable.h's butterfly reductions are one warp operation on the software
+// GPU (sgpu.h): they must give each lane the bits of the loop of xor shuffles
+// that devices run, for every lane mask they start from (one that wraps
+// too), on full and partial warps (whose missing lanes read 0xffffffff), with
+// NaNs, infinities, signed zeros, subnormals and ties among the values.
+TEST(SoftwareGpuKernels, FusedWarpReductionsGiveTheShuffleLoopsBits) {
+  std::mt19937 rng(11);
+  const float specials[] = {std::nanf(""), -std::nanf(""), INFINITY, -INFINITY, 0.0f, -0.0f, 0x1p-140f, -3.5f, 3.5f};
+  for (uint32_t warp : {32u, 64u}) {
+    auto d = Open(warp);
+    ASSERT_TRUE(d);
+    for (uint32_t n : {warp, 2 * warp + warp / 2 + 3}) {
+      std::vector<float> x(n);
+      std::vector<int32_t> ix(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t pick = rng() % 4;
+        x[i] = pick == 0   ? specials[rng() % std::size(specials)]
+               : pick == 1 ? static_cast<float>(rng() % 5)  // ties
+                           : std::uniform_real_distribution<float>(-100.0f, 100.0f)(rng);
+        ix[i] = static_cast<int32_t>(rng() % 2000001) - 1000000;
+      }
+      Buffer<float> xd(*d, n);
+      Buffer<int32_t> ixd(*d, n);
+      xd.Upload(x);
+      ixd.Upload(ix);
+      Buffer<uint32_t> loop(*d, 7 * n), fused(*d, 7 * n);
+      for (int from : {1, 2, 8, 16, static_cast<int>(warp / 2), static_cast<int>(warp)}) {
+        ASSERT_OK(LaunchNamed(*d, "sgpu_test_reductions", {1}, {n},
+                              ReductionArgs{xd.ptr(), ixd.ptr(), from, loop.ptr(), fused.ptr()}));
+        const auto l = loop.Download(), f = fused.Download();
+        for (uint32_t i = 0; i < 7 * n; ++i) {
+          // Which NaN an addition of two NaNs gives is the compiler's choice
+          // of operand order (x86 keeps the first operand's; GPUs give one
+          // canonical NaN): any NaN stands for any.
+          const bool is_float = i % 7 == 0 || i % 7 == 2 || i % 7 == 3 || i % 7 == 5;
+          const auto nan = [](uint32_t b) { return (b & 0x7fffffffu) > 0x7f800000u; };
+          if (is_float && nan(l[i]) && nan(f[i])) continue;
+          ASSERT_EQ(l[i], f[i]) << "warp " << warp << ", " << n << " threads, from " << from << ": thread " << i / 7
+                                << ", result " << i % 7;
+        }
+      }
     }
   }
 }

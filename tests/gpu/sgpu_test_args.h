@@ -42,6 +42,19 @@ struct WarpOpsArgs {
   int* lanes;  // LaneId() + 1000 * WarpId()
 };
 
+// Each thread's value x and integer ix go through portable.h's butterfly
+// reductions from lane mask `from`, twice: written out as the loop of xor
+// shuffles (`loop`) and through the helpers (`fused`, one warp operation on
+// the software GPU). Seven words a thread in each: WarpSum(float),
+// WarpSum(int), WarpMax, WarpFmax, WarpOr, WarpArgMax's value and index.
+struct ReductionArgs {
+  const float* x;
+  const int32_t* ix;
+  int from;
+  uint32_t* loop;
+  uint32_t* fused;
+};
+
 // Every thread writes where it is: words 2 * ((block linear) * threads +
 // (thread linear)) and the next get threadIdx and blockIdx, 10 bits a
 // coordinate.

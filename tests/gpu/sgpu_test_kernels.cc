@@ -84,6 +84,38 @@ STRATA_KERNEL(sgpu_test_warp_ops, WarpOpsArgs) {
   a.lanes[t] = LaneId() + 1000 * WarpId();
 }
 
+STRATA_KERNEL(sgpu_test_reductions, ReductionArgs) {
+  const uint32_t t = threadIdx.x;
+  const int from = a.from;
+  float sum = a.x[t], mx = a.x[t], fmx = a.x[t], av = a.x[t];
+  int32_t isum = a.ix[t], at = a.ix[t];
+  uint32_t bits = static_cast<uint32_t>(a.ix[t]);
+  for (int m = from; m > 0; m >>= 1) {
+    sum += WarpShflXor(sum, m);
+    isum += WarpShflXor(isum, m);
+    const float om = WarpShflXor(mx, m);
+    mx = om > mx ? om : mx;
+    fmx = DevFmax(fmx, WarpShflXor(fmx, m));
+    bits |= WarpShflXor(bits, m);
+    const float ov = WarpShflXor(av, m);
+    const int32_t oi = WarpShflXor(at, m);
+    if (ov > av || (ov == av && oi < at)) av = ov, at = oi;
+  }
+  uint32_t* loop = a.loop + 7 * t;
+  loop[0] = FloatToBits(sum), loop[1] = static_cast<uint32_t>(isum), loop[2] = FloatToBits(mx);
+  loop[3] = FloatToBits(fmx), loop[4] = bits, loop[5] = FloatToBits(av), loop[6] = static_cast<uint32_t>(at);
+  float fav = a.x[t];
+  int32_t fat = a.ix[t];
+  WarpArgMax(fav, fat, from);
+  uint32_t* fused = a.fused + 7 * t;
+  fused[0] = FloatToBits(WarpSum(a.x[t], from));
+  fused[1] = static_cast<uint32_t>(WarpSum(a.ix[t], from));
+  fused[2] = FloatToBits(WarpMax(a.x[t], from));
+  fused[3] = FloatToBits(WarpFmax(a.x[t], from));
+  fused[4] = WarpOr(static_cast<uint32_t>(a.ix[t]), from);
+  fused[5] = FloatToBits(fav), fused[6] = static_cast<uint32_t>(fat);
+}
+
 STRATA_KERNEL(sgpu_test_coords, CoordsArgs) {
   const uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
   const uint32_t thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

@@ -42,7 +42,7 @@ STRATA_DEV void StoreKvRow(const float* x, int32_t d, int32_t kv_type, uint8_t* 
     const bool live = i < d;
     const float v = live ? x[i] : 0.0f;
     float amax = DevAbs(v);
-    for (int m = 16; m > 0; m >>= 1) amax = DevFmax(amax, WarpShflXor(amax, m));
+    amax = WarpFmax(amax, 16);
     const float scale = amax / 127.0f;
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     if (!live) continue;

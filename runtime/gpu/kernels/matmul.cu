@@ -31,10 +31,7 @@ STRATA_GPU_BEGIN
 // Lanes 4w..4w+3 of a group of 32 pack their int8 q into word w (every lane
 // of the group gets the word of its four).
 STRATA_DEV uint32_t PackWord(int q, int32_t l) {
-  uint32_t word = (static_cast<uint32_t>(q) & 0xffu) << (8 * (l % 4));
-  word |= WarpShflXor(word, 1);
-  word |= WarpShflXor(word, 2);
-  return word;
+  return WarpOr((static_cast<uint32_t>(q) & 0xffu) << (8 * (l % 4)), 2);
 }
 
 // Grid (n, ceil(cols / 32 / (blockDim / 32))): 32 threads per 32-value block
@@ -49,15 +46,14 @@ STRATA_KERNEL(strata_quantize_q8, QuantizeArgs) {
   const bool live = b < nb;  // every lane takes part in the shuffles
   const float v = live ? a.x[src * a.cols + b * 32 + l] : 0.0f;
   float amax = DevAbs(v);
-  for (int m = 16; m > 0; m >>= 1) amax = DevFmax(amax, WarpShflXor(amax, m));
+  amax = WarpFmax(amax, 16);
   const float d = amax / 127.0f;
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   int q = DevRoundToInt(v * id);
   q = q > 127 ? 127 : q < -128 ? -128 : q;
   const uint32_t word = PackWord(q, l);
   // Each half's sum (kActQ8_0), or the whole block's (kActQ8_1).
-  int half = q;
-  for (int m = 8; m > 0; m >>= 1) half += WarpShflXor(half, m);
+  const int half = WarpSum(q, 8);
   const int whole = half + WarpShflXor(half, 16);
   if (!live) return;
   XBlock& o = a.q[r * nb + b];
@@ -85,11 +81,7 @@ STRATA_KERNEL(strata_quantize_q8k, QuantizeArgs) {
   // values: per group of 32 lanes, then across the 8 groups.
   float av = DevAbs(v);
   int32_t at = i;
-  for (int m = 16; m > 0; m >>= 1) {
-    const float oa = WarpShflXor(av, m);
-    const int32_t oi = WarpShflXor(at, m);
-    if (oa > av || (oa == av && oi < at)) av = oa, at = oi;
-  }
+  WarpArgMax(av, at, 16);
   if (i % 32 == 0) wmax[i / 32] = av, widx[i / 32] = at;
   __syncthreads();
   float best = wmax[0];
@@ -102,8 +94,7 @@ STRATA_KERNEL(strata_quantize_q8k, QuantizeArgs) {
   q = q < 127 ? q : 127;
   const int32_t l = i % 32;
   const uint32_t word = PackWord(q, l);
-  int half = q;
-  for (int m = 8; m > 0; m >>= 1) half += WarpShflXor(half, m);
+  const int half = WarpSum(q, 8);
   const float d = best != 0.0f ? 1.0f / iscale : 0.0f;
   XBlock& o = a.q[r * (a.cols / 32) + blk * 8 + i / 32];
   if (l % 4 == 0) o.q[l / 4] = static_cast<int32_t>(word);

@@ -141,25 +141,60 @@ STRATA_DEV int WarpShfl(int v, int src_lane, STRATA_WARP_SITE) { return ::strata
 STRATA_DEV uint32_t WarpShfl(uint32_t v, int src_lane, STRATA_WARP_SITE) { return ::strata::sgpu::Shfl(v, src_lane, where); }
 STRATA_DEV WarpMask WarpBallot(bool p, STRATA_WARP_SITE) { return ::strata::sgpu::Ballot(p, where); }
 STRATA_DEV void WarpSync(STRATA_WARP_SITE) { ::strata::sgpu::SyncWarp(where); }
-#undef STRATA_WARP_SITE
 #endif
 
-// Sums and maxima over the lanes of a warp: every lane gets the result.
-STRATA_DEV float WarpSum(float v) {
-  for (uint32_t m = kWarpSize / 2; m > 0; m >>= 1) v += WarpShflXor(v, static_cast<int>(m));
-  return v;
-}
-STRATA_DEV int WarpSum(int v) {
-  for (uint32_t m = kWarpSize / 2; m > 0; m >>= 1) v += WarpShflXor(v, static_cast<int>(m));
-  return v;
-}
-STRATA_DEV float WarpMax(float v) {
-  for (uint32_t m = kWarpSize / 2; m > 0; m >>= 1) {
-    const float o = WarpShflXor(v, static_cast<int>(m));
-    v = o > v ? o : v;
+// Butterfly reductions: with `from` = F (a power of two below the warp
+// size; the whole warp by default), every lane of each aligned group of 2F
+// lanes gets the combination of the group's values, by the xor shuffles
+//   for (m = F; m > 0; m >>= 1) v = combine(v, WarpShflXor(v, m));
+// On devices that loop is what runs. The software GPU runs the same
+// operations in the same order as one warp operation (sgpu.h), so the bits
+// are the loop's (sgpu_test compares them with the loop written out).
+#define STRATA_WARP_LOOP(combine)                                                           \
+  for (int m = from; m > 0; m >>= 1) {                                                      \
+    const auto o = WarpShflXor(v, m);                                                       \
+    v = combine;                                                                            \
+  }                                                                                         \
+  return v
+#if defined(STRATA_GPU_CUDA) || defined(STRATA_GPU_HIP)
+// Sums: every lane gets the sum.
+STRATA_DEV float WarpSum(float v, int from = kWarpSize / 2) { STRATA_WARP_LOOP(v + o); }
+STRATA_DEV int WarpSum(int v, int from = kWarpSize / 2) { STRATA_WARP_LOOP(v + o); }
+// Maxima: o > v ? o : v (a NaN in v stays), and DevFmax's (a NaN is ignored).
+STRATA_DEV float WarpMax(float v, int from = kWarpSize / 2) { STRATA_WARP_LOOP(o > v ? o : v); }
+STRATA_DEV float WarpFmax(float v, int from = kWarpSize / 2) { STRATA_WARP_LOOP(fmaxf(v, o)); }
+STRATA_DEV uint32_t WarpOr(uint32_t v, int from = kWarpSize / 2) { STRATA_WARP_LOOP(v | o); }
+// The largest v and its index `at`, the lowest index among equals.
+STRATA_DEV void WarpArgMax(float& v, int32_t& at, int from = kWarpSize / 2) {
+  for (int m = from; m > 0; m >>= 1) {
+    const float ov = WarpShflXor(v, m);
+    const int32_t oi = WarpShflXor(at, m);
+    if (ov > v || (ov == v && oi < at)) v = ov, at = oi;
   }
-  return v;
 }
+#else
+using ::strata::sgpu::WarpOp;
+STRATA_DEV float WarpSum(float v, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ReduceF32(WarpOp::kSumF32, v, from, where);
+}
+STRATA_DEV int WarpSum(int v, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ReduceI32(WarpOp::kSumI32, v, from, where);
+}
+STRATA_DEV float WarpMax(float v, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ReduceF32(WarpOp::kMaxF32, v, from, where);
+}
+STRATA_DEV float WarpFmax(float v, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  return ::strata::sgpu::ReduceF32(WarpOp::kFmaxF32, v, from, where);
+}
+STRATA_DEV uint32_t WarpOr(uint32_t v, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  return static_cast<uint32_t>(::strata::sgpu::ReduceI32(WarpOp::kOrU32, static_cast<int32_t>(v), from, where));
+}
+STRATA_DEV void WarpArgMax(float& v, int32_t& at, int from = kWarpSize / 2, STRATA_WARP_SITE) {
+  ::strata::sgpu::ArgMax(v, at, from, where);
+}
+#undef STRATA_WARP_SITE
+#endif
+#undef STRATA_WARP_LOOP
 
 STRATA_DEV uint32_t LaneId() { return threadIdx.x % kWarpSize; }
 STRATA_DEV uint32_t WarpId() { return threadIdx.x / kWarpSize; }

@@ -1,6 +1,7 @@
 #include "runtime/gpu/software/block_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,9 @@ struct GpuThread {
   int arg = 0;
   uint64_t result = 0;
   uint32_t shared_index = 0;  // how many STRATA_SHARED it has declared in this block
+  // Its kernel returned and its fiber waits in ThreadMain to run the same
+  // thread of the launch's next block, without a fresh Start.
+  bool parked = false;
 };
 
 // The k-th STRATA_SHARED of the block, as the first thread to reach it made it.
@@ -81,8 +85,48 @@ const char* OpName(WarpOp op) {
     case WarpOp::kShfl: return "WarpShfl";
     case WarpOp::kBallot: return "WarpBallot";
     case WarpOp::kSync: return "WarpSync";
+    case WarpOp::kSumF32: return "WarpSum(float)";
+    case WarpOp::kSumI32: return "WarpSum(int)";
+    case WarpOp::kMaxF32: return "WarpMax";
+    case WarpOp::kFmaxF32: return "WarpFmax";
+    case WarpOp::kOrU32: return "WarpOr";
+    case WarpOp::kArgMaxF32: return "WarpArgMax";
   }
   return "?";
+}
+
+bool IsReduction(WarpOp op) { return op >= WarpOp::kSumF32; }
+
+// One step of a butterfly reduction (sgpu.h): lane value v, the value o it
+// read from its partner. The loop's operations exactly.
+template <WarpOp kOp>
+uint64_t Combine(uint64_t v, uint64_t o) {
+  const float vf = BitCast<float>(static_cast<uint32_t>(v));
+  const float of = BitCast<float>(static_cast<uint32_t>(o));
+  if constexpr (kOp == WarpOp::kSumF32) return BitCast<uint32_t>(vf + of);
+  if constexpr (kOp == WarpOp::kSumI32) return static_cast<uint32_t>(v + o);
+  if constexpr (kOp == WarpOp::kMaxF32) return of > vf ? o : v;
+  if constexpr (kOp == WarpOp::kFmaxF32) return BitCast<uint32_t>(std::fmax(vf, of));
+  if constexpr (kOp == WarpOp::kOrU32) return static_cast<uint32_t>(v | o);
+  if constexpr (kOp == WarpOp::kArgMaxF32) {
+    const auto vi = static_cast<int32_t>(static_cast<uint32_t>(v >> 32));
+    const auto oi = static_cast<int32_t>(static_cast<uint32_t>(o >> 32));
+    return of > vf || (of == vf && oi < vi) ? o : v;
+  }
+}
+
+// The loop of xor shuffles over values v[0, lanes), stage by stage, from
+// lane mask `from`. A lane that does not exist reads what a shuffle gives
+// (kArgMaxF32: both of its shuffles).
+template <WarpOp kOp>
+void Butterfly(uint64_t* v, uint32_t lanes, int from, uint32_t warp_size) {
+  const uint64_t missing = kOp == WarpOp::kArgMaxF32 ? ~uint64_t{0} : kMissingLaneValue;
+  uint64_t next[64];
+  for (int m = from; m > 0; m >>= 1) {
+    const uint32_t bits = static_cast<uint32_t>(m) & (warp_size - 1);  // as a shuffle wraps it
+    for (uint32_t i = 0; i < lanes; ++i) next[i] = Combine<kOp>(v[i], (i ^ bits) < lanes ? v[i ^ bits] : missing);
+    std::memcpy(v, next, lanes * sizeof(uint64_t));
+  }
 }
 
 std::string DimText(const Dim& d) { return StrFormat("(%u,%u,%u)", d.x, d.y, d.z); }
@@ -111,11 +155,17 @@ class BlockWorker {
   const Dim& block_idx() const { return block_idx_; }
   uint8_t* dynamic_shared() { return shared_.data(); }
   void* DeclareShared(size_t bytes, const SourcePlace& where);
+  // The calling fiber waits (its state already set): control goes straight
+  // to the next runnable thread of the round, or to the host at its end.
+  void Yield();
   // Ends the calling fiber's part in the launch with `why`: the launch fails.
   [[noreturn]] void Fail(Status&& why);
 
  private:
   Status RunBlock(uint64_t linear_block, const std::atomic<bool>& stop);
+  // The next thread of the round that can run, or nullptr at its end.
+  GpuThread* NextRunnable();
+  // Fibers and coordinates for the launch's n threads a block.
   Status PrepareThreads(uint32_t n);
   // After a round: completes warp operations, or opens the barrier, or
   // refuses. *done when every thread has exited.
@@ -137,6 +187,11 @@ class BlockWorker {
   Dim block_idx_;
   GpuThread* current_ = nullptr;
   Status failure_;
+  // The round in progress: threads [0, round_n_) in ascending or descending
+  // order, the next to look at being the round_pos_-th of them.
+  uint32_t round_n_ = 0;
+  uint32_t round_pos_ = 0;
+  bool ascending_ = true;
 };
 
 namespace {
@@ -154,13 +209,22 @@ BlockWorker& InKernel(const char* what) {
 
 void BlockWorker::ThreadMain(void* self) {
   GpuThread* t = static_cast<GpuThread*>(self);
-  const LaunchSpec& l = *t->worker->launch_;
-  l.kernel->entry(l.args);
-  t->wait = Wait::kExited;
+  BlockWorker* w = t->worker;
+  for (;;) {
+    const LaunchSpec& l = *w->launch_;
+    l.kernel->entry(l.args);
+    t->wait = Wait::kExited;
+    t->parked = true;
+    w->Yield();
+    // Resumed by RunBlock for the next block (it cleared `parked`), or by
+    // RunBlocks at the launch's end to finish.
+    if (t->parked) return;
+  }
 }
 
 Status BlockWorker::PrepareThreads(uint32_t n) {
   if (threads_.size() < n) threads_.resize(n);
+  const Dim& block = launch_->block;
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread& t = threads_[i];
     if (!t.fiber) {
@@ -169,6 +233,8 @@ Status BlockWorker::PrepareThreads(uint32_t n) {
       t.fiber = std::move(*f);
     }
     t.worker = this;
+    t.idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
+    t.linear = i;
   }
   if (shared_.size() == 0) {
     STRATA_ASSIGN_OR_RETURN(shared_,
@@ -183,13 +249,23 @@ Status BlockWorker::RunBlocks(const LaunchSpec& launch, std::atomic<uint64_t>& n
   STRATA_RETURN_IF_ERROR(host.ok());
   launch_ = &launch;
   t_worker = this;
-  Status status;
+  // The same threads for every block of the launch.
+  Status status = PrepareThreads(launch.block.x * launch.block.y * launch.block.z);
   while (status.ok() && !stop.load(std::memory_order_relaxed)) {
     const uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
     if (b >= blocks) break;
     status = RunBlock(b, stop);
   }
-  // Abandoned fibers (a refusal) stay suspended: Start rewinds them next time.
+  // Parked fibers finish (the next launch may run on another host thread,
+  // and a fiber must resume on the one it left: fiber.h). Abandoned fibers
+  // (a refusal) stay suspended: Start rewinds them next time.
+  for (GpuThread& t : threads_) {
+    if (!t.parked) continue;
+    current_ = &t;
+    round_pos_ = round_n_;  // nothing to hand on to
+    t.fiber->Resume();
+    t.parked = false;
+  }
   t_worker = nullptr;
   launch_ = nullptr;
   current_ = nullptr;
@@ -199,16 +275,17 @@ Status BlockWorker::RunBlocks(const LaunchSpec& launch, std::atomic<uint64_t>& n
 Status BlockWorker::RunBlock(uint64_t b, const std::atomic<bool>& stop) {
   const LaunchSpec& l = *launch_;
   const uint32_t n = l.block.x * l.block.y * l.block.z;
-  STRATA_RETURN_IF_ERROR(PrepareThreads(n));
   block_idx_ = {static_cast<uint32_t>(b % l.grid.x), static_cast<uint32_t>(b / l.grid.x % l.grid.y),
                 static_cast<uint32_t>(b / (static_cast<uint64_t>(l.grid.x) * l.grid.y))};
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread& t = threads_[i];
-    t.idx = {i % l.block.x, i / l.block.x % l.block.y, i / (l.block.x * l.block.y)};
-    t.linear = i;
     t.wait = Wait::kRunnable;
     t.shared_index = 0;
-    STRATA_RETURN_IF_ERROR(t.fiber->Start(&ThreadMain, &t));
+    if (t.parked) {
+      t.parked = false;  // it runs this block's thread when resumed
+    } else {
+      STRATA_RETURN_IF_ERROR(t.fiber->Start(&ThreadMain, &t));
+    }
   }
   // Dynamic shared memory first, static after it as threads declare it; all
   // of it 0xff until written (a NaN as float), so a read before any write shows.
@@ -221,13 +298,15 @@ Status BlockWorker::RunBlock(uint64_t b, const std::atomic<bool>& stop) {
   std::memset(shared_.data(), 0xff, l.dynamic_shared);
   failure_ = Status::Ok();
 
+  round_n_ = n;
   for (uint64_t round = 0;; ++round) {
-    const bool ascending = (round + b) % 2 == 0;
-    for (uint32_t k = 0; k < n; ++k) {
-      GpuThread& t = threads_[ascending ? k : n - 1 - k];
-      if (t.wait != Wait::kRunnable) continue;
-      current_ = &t;
-      t.fiber->Resume();
+    ascending_ = (round + b) % 2 == 0;
+    round_pos_ = 0;
+    // A Resume returns when a thread exits, fails, or ends the round (each
+    // waiting thread hands on to the next: Yield).
+    while (GpuThread* t = NextRunnable()) {
+      current_ = t;
+      t->fiber->Resume();
       current_ = nullptr;
       if (!failure_.ok()) return std::exchange(failure_, Status::Ok());  // the worker keeps no message
     }
@@ -237,6 +316,26 @@ Status BlockWorker::RunBlock(uint64_t b, const std::atomic<bool>& stop) {
     STRATA_RETURN_IF_ERROR(Resolve(n, &done));
     if (done) return Status::Ok();
   }
+}
+
+GpuThread* BlockWorker::NextRunnable() {
+  while (round_pos_ < round_n_) {
+    const uint32_t k = round_pos_++;
+    GpuThread& t = threads_[ascending_ ? k : round_n_ - 1 - k];
+    if (t.wait == Wait::kRunnable) return &t;
+  }
+  return nullptr;
+}
+
+void BlockWorker::Yield() {
+  GpuThread& me = *current_;
+  if (GpuThread* next = NextRunnable()) {
+    current_ = next;
+    me.fiber->SwitchTo(*next->fiber);
+  } else {
+    me.fiber->Suspend();
+  }
+  // Resumed: whoever ran this fiber made it current again.
 }
 
 Status BlockWorker::Resolve(uint32_t n, bool* done) {
@@ -249,7 +348,8 @@ Status BlockWorker::Resolve(uint32_t n, bool* done) {
     if (!first) continue;
     for (uint32_t i = lo; i < hi; ++i) {
       const GpuThread& t = threads_[i];
-      if (t.wait != Wait::kWarp || t.op != first->op || !SamePlace(t.site, first->site))
+      if (t.wait != Wait::kWarp || t.op != first->op || !SamePlace(t.site, first->site) ||
+          (IsReduction(t.op) && t.arg != first->arg))
         return Internal(StrFormat("%s warp %u: a warp operation needs every lane of the warp: ", Header().c_str(),
                                   lo / warp_size_) +
                         DescribeThreads(lo, hi));
@@ -279,6 +379,24 @@ Status BlockWorker::Resolve(uint32_t n, bool* done) {
 void BlockWorker::CompleteWarpOp(uint32_t lo, uint32_t hi) {
   const uint32_t lanes = hi - lo;
   const WarpOp op = threads_[lo].op;
+  if (IsReduction(op)) {
+    uint64_t v[64];
+    for (uint32_t i = 0; i < lanes; ++i) v[i] = threads_[lo + i].value;
+    const int from = threads_[lo].arg;
+    switch (op) {
+      case WarpOp::kSumF32: Butterfly<WarpOp::kSumF32>(v, lanes, from, warp_size_); break;
+      case WarpOp::kSumI32: Butterfly<WarpOp::kSumI32>(v, lanes, from, warp_size_); break;
+      case WarpOp::kMaxF32: Butterfly<WarpOp::kMaxF32>(v, lanes, from, warp_size_); break;
+      case WarpOp::kFmaxF32: Butterfly<WarpOp::kFmaxF32>(v, lanes, from, warp_size_); break;
+      case WarpOp::kOrU32: Butterfly<WarpOp::kOrU32>(v, lanes, from, warp_size_); break;
+      default: Butterfly<WarpOp::kArgMaxF32>(v, lanes, from, warp_size_); break;
+    }
+    for (uint32_t i = 0; i < lanes; ++i) {
+      threads_[lo + i].result = v[i];
+      threads_[lo + i].wait = Wait::kRunnable;
+    }
+    return;
+  }
   uint64_t ballot = 0;
   if (op == WarpOp::kBallot)
     for (uint32_t i = 0; i < lanes; ++i)
@@ -292,8 +410,7 @@ void BlockWorker::CompleteWarpOp(uint32_t lo, uint32_t hi) {
     switch (op) {
       case WarpOp::kShflXor: src = i ^ lane_bits; break;
       case WarpOp::kShfl: src = lane_bits; break;
-      case WarpOp::kBallot:
-      case WarpOp::kSync: break;
+      default: break;  // kBallot, kSync (the reductions returned above)
     }
     if (op == WarpOp::kBallot) t.result = ballot;
     else if (op == WarpOp::kShflXor || op == WarpOp::kShfl)
@@ -414,10 +531,11 @@ const Dim& CurrentBlockDim() { return InKernel("blockDim").launch().block; }
 const Dim& CurrentGridDim() { return InKernel("gridDim").launch().grid; }
 
 void SyncThreads(SourcePlace where) {
-  GpuThread& t = InKernel("__syncthreads").current();
+  BlockWorker& w = InKernel("__syncthreads");
+  GpuThread& t = w.current();
   t.wait = Wait::kBarrier;
   t.site = where;
-  t.fiber->Suspend();
+  w.Yield();
 }
 
 void* SharedBytes(size_t bytes, SourcePlace where) {
@@ -427,13 +545,14 @@ void* SharedBytes(size_t bytes, SourcePlace where) {
 void* DynamicSharedBytes() { return InKernel("STRATA_DYNAMIC_SHARED").dynamic_shared(); }
 
 uint64_t WarpExchange(WarpOp op, uint64_t value, int arg, SourcePlace where) {
-  GpuThread& t = InKernel(OpName(op)).current();
+  BlockWorker& w = InKernel(OpName(op));
+  GpuThread& t = w.current();
   t.wait = Wait::kWarp;
   t.op = op;
   t.value = value;
   t.arg = arg;
   t.site = where;
-  t.fiber->Suspend();
+  w.Yield();
   return t.result;
 }
 

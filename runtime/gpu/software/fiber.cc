@@ -8,7 +8,7 @@
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
-#else
+#elif !defined(__x86_64__) || defined(STRATA_FIBER_BOOST)
 #include <boost/context/detail/fcontext.hpp>
 #endif
 
@@ -60,22 +60,135 @@ size_t Fiber::StackBytes() { return kStackBytes; }
 
 #ifndef _WIN32
 // ---------------------------------------------------------------------------
-// Linux and other POSIX systems: fcontext on our own stacks.
+// POSIX: our own stacks, each with a guard page below it.
+// ---------------------------------------------------------------------------
+namespace {
+// The host thread's side: where the Resume that runs its fibers saved its
+// context, its stack's bounds (ASan's announcements need them when a fiber
+// switches back), whether the switch in progress leaves the host, and the
+// fiber it goes to.
+struct HostSide {
+  void* context = nullptr;
+  const void* bottom = nullptr;
+  size_t size = 0;
+  bool from_host = false;
+  Fiber* target = nullptr;
+};
+thread_local HostSide t_host;
+
+#if defined(__x86_64__) && !defined(STRATA_FIBER_BOOST)
+// ---------------------------------------------------------------------------
+// x86-64 System V (Linux): our own stack switch. A switch pushes the six
+// callee-saved registers on the leaving stack, stores its stack pointer,
+// loads the other's and pops its six. Boost's fcontext also saves and
+// restores MXCSR and the x87 control word (its fnstcw/fldcw pair drew most
+// of its samples in a GPU conformance test's profile); the ABI makes those
+// callee-saved too, but no kernel changes them (the fibers share the host
+// thread's), so nothing is lost.
+// ---------------------------------------------------------------------------
+extern "C" {
+// Saves the calling context's stack pointer in *save, continues the one at
+// `to` (a pointer this function stored, or a fresh frame of Start's).
+void strata_sgpu_stack_switch(void** save, void* to);
+// A fresh frame's first return lands here: entry (r13) gets arg (r12).
+void strata_sgpu_fiber_start();
+}
+asm(R"(
+  .text
+  .globl strata_sgpu_stack_switch
+  .type strata_sgpu_stack_switch, @function
+  .p2align 4
+strata_sgpu_stack_switch:
+  .cfi_startproc
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .cfi_endproc
+  .size strata_sgpu_stack_switch, .-strata_sgpu_stack_switch
+
+  .globl strata_sgpu_fiber_start
+  .type strata_sgpu_fiber_start, @function
+  .p2align 4
+strata_sgpu_fiber_start:
+  .cfi_startproc
+  .cfi_undefined rip
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .cfi_endproc
+  .size strata_sgpu_fiber_start, .-strata_sgpu_fiber_start
+)");
+
+void Switch(void** save, void* to) { strata_sgpu_stack_switch(save, to); }
+
+// A fresh frame for strata_sgpu_stack_switch to pop: r15, r14, r13 (the
+// body), r12 (its argument), rbx, rbp, then the return into
+// strata_sgpu_fiber_start, whose call then finds the stack 16-byte aligned,
+// as the ABI wants.
+void* FreshContext(uint8_t* top_of_stack, size_t, void (*body)(Fiber*), Fiber* f) {
+  const uintptr_t top = reinterpret_cast<uintptr_t>(top_of_stack) & ~uintptr_t{15};
+  auto* frame = reinterpret_cast<uint64_t*>(top - 72);
+  frame[0] = frame[1] = frame[4] = frame[5] = frame[7] = frame[8] = 0;
+  frame[2] = reinterpret_cast<uint64_t>(body);
+  frame[3] = reinterpret_cast<uint64_t>(f);
+  frame[6] = reinterpret_cast<uint64_t>(&strata_sgpu_fiber_start);
+  return frame;
+}
+#else
+// ---------------------------------------------------------------------------
+// Other POSIX systems (aarch64 Linux, ...): Boost.Context's fcontext.
+// (STRATA_FIBER_BOOST selects it on x86-64 too, to compile and test it.)
+// The side that jumps passes where its own context is to be kept; the side
+// that lands stores it there.
 // ---------------------------------------------------------------------------
 namespace ctx = boost::context::detail;
 
+void Switch(void** save, void* to) {
+  const ctx::transfer_t t = ctx::jump_fcontext(to, save);
+  *static_cast<void**>(t.data) = t.fctx;
+}
+
+void (*t_body)(Fiber*) = nullptr;  // the same for every fiber: FiberBody::Run
+
+void FreshEntry(ctx::transfer_t t) {
+  *static_cast<void**>(t.data) = t.fctx;
+  t_body(t_host.target);
+}
+
+void* FreshContext(uint8_t* top_of_stack, size_t size, void (*body)(Fiber*), Fiber*) {
+  t_body = body;
+  return ctx::make_fcontext(top_of_stack, size, &FreshEntry);
+}
+#endif
+
+// Arrival in a fiber: from the host, ASan tells the host stack's bounds.
+void ArriveInFiber(void* fake_stack) {
+  if (t_host.from_host) AnnounceArrival(fake_stack, &t_host.bottom, &t_host.size);
+  else AnnounceArrival(fake_stack, nullptr, nullptr);
+}
+}  // namespace
+
 struct FiberBody {
-  // First entry of a fiber: `t.fctx` is the Resume that jumped here, `t.data`
-  // the fiber. The function must never return (fcontext would exit the
-  // thread): when the entry is done it jumps back for good.
-  static void Run(ctx::transfer_t t) {
-    Fiber* f = static_cast<Fiber*>(t.data);
-    f->caller_ = t.fctx;
-    AnnounceArrival(nullptr, &f->caller_bottom_, &f->caller_size_);
+  // A fiber's first entry. It never returns: when the entry is done it
+  // switches to the host for good.
+  static void Run(Fiber* f) {
+    ArriveInFiber(nullptr);
     f->entry_(f->arg_);
     f->finished_ = true;
-    AnnounceSwitch(nullptr, f->caller_bottom_, f->caller_size_);
-    ctx::jump_fcontext(f->caller_, nullptr);
+    AnnounceSwitch(nullptr, t_host.bottom, t_host.size);
+    Switch(&f->context_, t_host.context);
     Die("a finished fiber was resumed");
   }
 };
@@ -97,7 +210,7 @@ Status Fiber::Start(FiberEntry entry, void* arg) {
 #ifdef STRATA_FIBER_ASAN
   __asan_unpoison_memory_region(stack_bottom_, kStackBytes);
 #endif
-  context_ = ctx::make_fcontext(stack_bottom_ + kStackBytes, kStackBytes, &FiberBody::Run);
+  context_ = FreshContext(stack_bottom_ + kStackBytes, kStackBytes, &FiberBody::Run, this);
   fake_stack_ = nullptr;
   entry_ = entry;
   arg_ = arg;
@@ -109,16 +222,25 @@ void Fiber::Resume() {
   if (finished_) Die("Resume of a finished fiber");
   void* host_fake_stack = nullptr;
   AnnounceSwitch(&host_fake_stack, stack_bottom_, kStackBytes);
-  const ctx::transfer_t t = ctx::jump_fcontext(context_, this);
+  t_host.from_host = true;
+  t_host.target = this;
+  Switch(&t_host.context, context_);
   AnnounceArrival(host_fake_stack, nullptr, nullptr);
-  context_ = t.fctx;  // where it suspended (unused once finished)
 }
 
 void Fiber::Suspend() {
-  AnnounceSwitch(&fake_stack_, caller_bottom_, caller_size_);
-  const ctx::transfer_t t = ctx::jump_fcontext(caller_, nullptr);
-  AnnounceArrival(fake_stack_, &caller_bottom_, &caller_size_);
-  caller_ = t.fctx;
+  AnnounceSwitch(&fake_stack_, t_host.bottom, t_host.size);
+  Switch(&context_, t_host.context);
+  ArriveInFiber(fake_stack_);
+}
+
+void Fiber::SwitchTo(Fiber& next) {
+  if (next.finished_) Die("SwitchTo a finished fiber");
+  AnnounceSwitch(&fake_stack_, next.stack_bottom_, kStackBytes);
+  t_host.from_host = false;
+  t_host.target = &next;
+  Switch(&context_, next.context_);
+  ArriveInFiber(fake_stack_);
 }
 
 FiberHostThread::FiberHostThread() = default;
@@ -129,6 +251,10 @@ FiberHostThread::~FiberHostThread() = default;
 // Windows: the OS's fibers. A fiber's body loops, so a finished fiber runs
 // its next entry without being created again.
 // ---------------------------------------------------------------------------
+namespace {
+thread_local void* t_host_fiber = nullptr;  // the fiber of the host thread that resumed
+}  // namespace
+
 struct FiberBody {
   static void WINAPI Run(void* self) {
     Fiber* f = static_cast<Fiber*>(self);
@@ -136,7 +262,7 @@ struct FiberBody {
       f->entry_(f->arg_);
       f->finished_ = true;
       f->in_body_ = false;
-      SwitchToFiber(f->caller_);
+      SwitchToFiber(t_host_fiber);
     }
   }
 };
@@ -170,12 +296,18 @@ Status Fiber::Start(FiberEntry entry, void* arg) {
 
 void Fiber::Resume() {
   if (finished_) Die("Resume of a finished fiber");
-  caller_ = GetCurrentFiber();
+  t_host_fiber = GetCurrentFiber();
   in_body_ = true;
   SwitchToFiber(handle_);
 }
 
-void Fiber::Suspend() { SwitchToFiber(caller_); }
+void Fiber::Suspend() { SwitchToFiber(t_host_fiber); }
+
+void Fiber::SwitchTo(Fiber& next) {
+  if (next.finished_) Die("SwitchTo a finished fiber");
+  next.in_body_ = true;
+  SwitchToFiber(next.handle_);
+}
 
 FiberHostThread::FiberHostThread() {
   if (IsThreadAFiber()) return;

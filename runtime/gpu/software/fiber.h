@@ -3,21 +3,20 @@
 // its own, and control passes between it and the block scheduler only by
 // explicit switches (no OS threads, no preemption).
 //
-//   Linux:   Boost.Context's fcontext (make_fcontext / jump_fcontext) on
-//            stacks this file maps, each with an inaccessible guard page
-//            below it, so a kernel that overflows its stack faults.
+//   Linux x86-64: a stack switch of our own (fiber.cc: six registers and the
+//            stack pointer) on stacks this file maps, each with an
+//            inaccessible guard page below it, so a kernel that overflows
+//            its stack faults. Other POSIX systems: Boost.Context's fcontext
+//            on the same stacks.
 //   Windows: CreateFiberEx / SwitchToFiber (Boost.Context is not built for
 //            MinGW in Debian). The OS allocates those stacks, with its own
 //            guard page.
 //
 // Switch cost, measured by sgpu_device_test's SoftwareGpuSpeed (one switch
 // is half a Resume + Suspend round trip) on the 2-core build machine (AMD
-// EPYC): fcontext 15-20 ns with GCC 12 -O3, most of it saving and restoring
-// the floating-point control words; Windows fibers under Wine 18 ns; fcontext
-// under clang ASan with the announcements below ASAN_NS. ucontext's
-// swapcontext is not used: it saves and restores the signal mask with a
-// system call at every switch (about 1 us), and a tiled kernel switches every
-// thread at every barrier of every tile.
+// EPYC), docs/gpu.md. ucontext's swapcontext is not used: it saves and
+// restores the signal mask with a system call at every switch (about 1 us),
+// and a tiled kernel switches every thread at every barrier of every tile.
 //
 // Under AddressSanitizer every switch is announced
 // (__sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber),
@@ -67,8 +66,15 @@ class Fiber {
   // finished(); the calling thread holds a FiberHostThread (Windows).
   void Resume();
 
-  // From inside this fiber: back to the Resume that ran it.
+  // From inside this fiber: back to the host thread, whose Resume (of this
+  // fiber or of one that switched to it) returns.
   void Suspend();
+
+  // From inside this fiber: straight on to `next` (started, or suspended by
+  // Suspend or SwitchTo; not finished), without passing through the host, which
+  // halves the switches of a round of the block scheduler. `next` resumes
+  // where it left off, and its Suspend returns to the same Resume.
+  void SwitchTo(Fiber& next);
 
   // The entry returned (since the last Start).
   bool finished() const { return finished_; }
@@ -78,18 +84,12 @@ class Fiber {
   Fiber() = default;
 #ifdef _WIN32
   void* handle_ = nullptr;  // the OS fiber
-  void* caller_ = nullptr;  // the fiber of the host thread that resumed it
   bool in_body_ = false;    // entered and not finished: Start must replace it
 #else
   GuardedMemory stack_;     // guard page, then StackBytes() usable
   uint8_t* stack_bottom_ = nullptr;  // the lowest usable byte
   void* context_ = nullptr; // where the fiber resumes
-  void* caller_ = nullptr;  // where Suspend returns to
-  // ASan's bookkeeping: the fake stack saved while suspended, and the
-  // bounds of the host thread's stack to announce when switching back.
-  void* fake_stack_ = nullptr;
-  const void* caller_bottom_ = nullptr;
-  size_t caller_size_ = 0;
+  void* fake_stack_ = nullptr;  // ASan's: the fake stack saved while suspended
 #endif
   FiberEntry entry_ = nullptr;
   void* arg_ = nullptr;

@@ -92,10 +92,24 @@ T* DynamicShared() {
 
 // Warp operations over the full warp of the calling lane. `kind` tells them
 // apart for the check that every lane waits at the same operation.
-enum class WarpOp : uint8_t { kShflXor, kShfl, kBallot, kSync };
+//
+// The butterfly reductions (kSumF32 ... kArgMaxF32) are portable.h's
+// WarpSum, WarpMax, WarpFmax, WarpOr and WarpArgMax in one operation: each
+// lane gets exactly what the loop of xor shuffles
+//   for (m = arg; m > 0; m >>= 1) v = combine(v, ShflXor(v, m));
+// would give it, the same operations in the same order (a lane that does not
+// exist reads kMissingLaneValue, as a shuffle would), with one switch per
+// lane instead of one per shuffle: they were 78% of a GPU conformance run's
+// switches. Every lane must pass the same `arg`, a power of two below the
+// warp size. combine(v, o) is v + o (kSumF32, float; kSumI32, int32
+// wrapping), o > v ? o : v (kMaxF32), fmax(v, o) (kFmaxF32), v | o (kOrU32);
+// kArgMaxF32's value is a float's bits (low half) and an int32 index (high
+// half), and o wins when o.value > v.value, or they are equal and o.index
+// < v.index.
+enum class WarpOp : uint8_t { kShflXor, kShfl, kBallot, kSync, kSumF32, kSumI32, kMaxF32, kFmaxF32, kOrU32, kArgMaxF32 };
 // Deposits `value` (up to 8 bytes), waits for every lane of the warp, and
 // returns the value of the lane the operation names (kShflXor: lane ^ arg;
-// kShfl: lane arg, wrapped to the warp), or the ballot.
+// kShfl: lane arg, wrapped to the warp), the ballot, or the reduction.
 uint64_t WarpExchange(WarpOp op, uint64_t value, int arg, SourcePlace where);
 
 template <typename To, typename From>
@@ -120,6 +134,18 @@ inline uint64_t Ballot(bool p, SourcePlace where = STRATA_SGPU_HERE) {
 }
 inline void SyncWarp(SourcePlace where = STRATA_SGPU_HERE) {
   WarpExchange(WarpOp::kSync, 0, 0, where);
+}
+inline float ReduceF32(WarpOp op, float v, int from, SourcePlace where) {
+  return BitCast<float>(static_cast<uint32_t>(WarpExchange(op, BitCast<uint32_t>(v), from, where)));
+}
+inline int32_t ReduceI32(WarpOp op, int32_t v, int from, SourcePlace where) {
+  return static_cast<int32_t>(static_cast<uint32_t>(WarpExchange(op, static_cast<uint32_t>(v), from, where)));
+}
+inline void ArgMax(float& v, int32_t& at, int from, SourcePlace where) {
+  const uint64_t r = WarpExchange(WarpOp::kArgMaxF32,
+                                  uint64_t{static_cast<uint32_t>(at)} << 32 | BitCast<uint32_t>(v), from, where);
+  v = BitCast<float>(static_cast<uint32_t>(r));
+  at = static_cast<int32_t>(static_cast<uint32_t>(r >> 32));
 }
 
 // Atomics: blocks may run on several host threads at once.
