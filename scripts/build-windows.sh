@@ -5,6 +5,7 @@
 #
 #   bash scripts/build-windows.sh              # deps + build + tests + zip
 #   STRATA_WINDOWS_TESTS=0 bash scripts/build-windows.sh    # no tests
+#   STRATA_WINDOWS_BUILD_ONLY=1 ...            # deps + build, nothing after it
 #   STRATA_SKIP_APT=1 ...                      # do not call apt-get install
 #   STRATA_WINDOWS_TESTS_PER_BINARY=OFF ...    # one ctest per test case (default: per
 #                                              # binary, ~50 Wine starts instead of ~500)
@@ -122,6 +123,10 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DSTRATA_WINDOWS_PREFIX="$PREFIX" \
   -DSTRATA_BUILD_BENCH=OFF -DSTRATA_TESTS_PER_BINARY="${STRATA_WINDOWS_TESTS_PER_BINARY:-ON}" ${STRATA_CMAKE_ARGS:-}
 cmake --build "$BUILD" -j "$JOBS"
+if [[ "${STRATA_WINDOWS_BUILD_ONLY:-0}" == "1" ]]; then
+  echo "build-windows: built (STRATA_WINDOWS_BUILD_ONLY: no tests, no pack comparison, no zip)"
+  exit 0
+fi
 
 # --- Tests under Wine ---------------------------------------------------------
 export WINEPREFIX=${WINEPREFIX:-$ROOT/$BUILD/wine}
