@@ -10,14 +10,14 @@
 # the same files from build-ci/release/gpu-images (STRATA_GPU_IMAGES_DIR).
 # Each stage's duration is printed as it ends, and all of them at the end.
 #
-# The builds after the first run beside the test stages, at a lower priority
-# (nice 10 and 19): a test stage leaves about a quarter of two cores idle
-# (processes waiting on sockets, timers and each other, the last long tests
-# alone), and those builds take it. The sanitizer build starts beside the
-# release tests; the Windows build (without its tests) beside them too, at
-# the lowest priority, and goes on beside the sanitizer tests and the fuzz
-# targets. A stage "the rest of X" is the wait for what X had left. Their
-# logs: build-ci/asan.log, build-ci/windows-build.log (shown when they fail).
+# The builds after the first run beside a test stage, at the lowest
+# priority (nice 19): a test stage leaves part of two cores idle (processes
+# waiting on sockets, timers and each other, the last long tests alone), and
+# the build takes it. The sanitizer build runs beside the release tests; the
+# Windows build (without its tests) beside the sanitizer tests and the fuzz
+# targets. Never two builds at once: on two cores they only slow each other.
+# A stage "the rest of X" is the wait for what X had left. Their logs:
+# build-ci/asan.log, build-ci/windows-build.log (shown when they fail).
 #   STRATA_FUZZ_RUNS=60000 (default) executions per fuzz target; 0 skips fuzzing.
 #   STRATA_WINDOWS=0 skips the Windows build.
 #   STRATA_OVERLAP=0 runs every stage alone, one after another.
@@ -129,11 +129,7 @@ windows() {
 stage "setup + release build (build-ci/release, GPU images compiled)"
 STRATA_BUILD_DIR=build-ci/release STRATA_CMAKE_ARGS="-DSTRATA_WERROR=ON" bash scripts/setup.sh
 if [[ "$OVERLAP" == "1" ]]; then
-  bg_start "clang ASan + UBSan + libFuzzer build (build-ci/asan)" 10 build-ci/asan.log asan_build
-  if [[ "$WINDOWS" == "1" ]]; then
-    bg_start "Windows build (build-ci/windows, without its tests)" 19 build-ci/windows-build.log \
-      windows build-only
-  fi
+  bg_start "clang ASan + UBSan + libFuzzer build (build-ci/asan)" 19 build-ci/asan.log asan_build
 fi
 stage "tests, release build"
 ctest --test-dir build-ci/release --output-on-failure -j "$JOBS"
@@ -144,6 +140,9 @@ if [[ "$OVERLAP" == "1" ]]; then
 else
   stage "clang ASan + UBSan + libFuzzer build (build-ci/asan, the release build's GPU images)"
   asan_build
+fi
+if [[ "$OVERLAP" == "1" && "$WINDOWS" == "1" ]]; then
+  bg_start "Windows build (build-ci/windows, without its tests)" 19 build-ci/windows-build.log windows build-only
 fi
 stage "tests, ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
