@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -198,6 +200,114 @@ TEST(GpuShapes, AModelBeyondTheKernelsIsRefusedWhenTheBackendIsMade) {
       << made.status().message();
   o.kind = "cpu";
   EXPECT_TRUE(MakeBackend(*opened->model, o).ok());
+}
+
+// Sliding windows (gpt-oss: a window of 16 on alternate layers in the tiny
+// preset): a state made for passes of at most 5 tokens keeps those layers in
+// a ring of 64 rows, each position stored twice (sequence_state.h), instead
+// of the whole context. On every backend (the reference, the fast CPU path,
+// the software GPU) a ring gives the bits of the full cache: prompt chunks
+// and decode steps past several wraps, a rewind the ring still holds, a
+// copy of the state. A pass larger than the ring allows, and a rewind past
+// what it holds, are refused and change nothing.
+TEST(SlidingWindowRing, GivesTheFullCachesBitsOnEveryBackend) {
+  auto opened = testing::MakeSyntheticPack(Arch::kGptOss, testing::ScratchDir("swa_ring"), "gpt-oss-f32", 5,
+                                           [](testing::SyntheticModelSpec& s) { s.matrix_type = GgmlType::kF32; });
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  const Model& m = *opened->model;
+  const HParams& hp = m.hp();
+  ASSERT_EQ(hp.n_swa, 16u);
+  constexpr int64_t kCtx = 256, kPass = 5;
+  ASSERT_EQ(SequenceState::SwaRingRows(hp, kCtx, kPass), 64);
+  ASSERT_EQ(SequenceState::SwaRingRows(hp, 128, kPass), 0) << "2 x 64 rows are not fewer than 128 positions";
+  ASSERT_EQ(SequenceState::SwaRingRows(hp, kCtx, 0), 0) << "passes of any size: no ring";
+  // Two of the four layers slide: their K and V take 128 rows, not 256.
+  const uint64_t row = hp.n_head_kv * (KvHeadBytes(KvType::kF16, hp.head_dim_k) + KvHeadBytes(KvType::kF16, hp.head_dim_v));
+  EXPECT_EQ(SequenceState::BytesFor(hp, kCtx, KvType::kF16, 0) - SequenceState::BytesFor(hp, kCtx, KvType::kF16, kPass),
+            2 * (kCtx - 128) * row);
+
+  BackendOptions ro;
+  ro.kind = "reference";
+  auto ref = MakeBackend(m, ro);
+  ASSERT_TRUE(ref.ok());
+  BackendOptions fo;
+  fo.kind = "cpu";
+  fo.threads = 2;
+  auto fast = MakeBackend(m, fo);
+  ASSERT_TRUE(fast.ok());
+  std::unique_ptr<GpuBackend> gpu = SoftwareGpuBackend(m);
+  const bool full = testing::TestMatrix() == testing::GpuTestMatrix::kFull;
+  const int positions = full ? 150 : 72;  // past the ring's 64 rows: one wrap at least
+  auto token = [&](int i) { return static_cast<int32_t>((i * 37 + 11) % static_cast<int32_t>(hp.n_vocab)); };
+  struct Named {
+    const char* name;
+    Backend* be;
+  };
+  for (const Named& b : {Named{"reference", ref->backend.get()}, Named{"cpu", fast->backend.get()},
+                         Named{"software gpu", gpu.get()}}) {
+    for (KvType kv : {KvType::kF16, KvType::kQ8_0}) {
+      if (!full && kv != KvType::kF16) continue;
+      SCOPED_TRACE(std::string(b.name) + ", kv " + std::string(KvTypeName(kv)));
+      const auto t0 = std::chrono::steady_clock::now();
+      auto whole = SequenceState::Create(*b.be, hp, kCtx, kv);
+      auto ring = SequenceState::Create(*b.be, hp, kCtx, kv, kPass);
+      ASSERT_TRUE(whole.ok() && ring.ok());
+      ASSERT_EQ(whole->swa_ring, 0);
+      ASSERT_EQ(ring->swa_ring, 64);
+      ForwardOptions o;
+      o.all_logits = true;
+      // Runs tokens [from, to) on `st` in passes of up to kPass tokens (the
+      // first 40 positions; single tokens after): every row's logits.
+      auto run = [&](SequenceState& st, int from, int to) {
+        std::vector<float> all, logits;
+        for (int i = from; i < to;) {
+          const int n = i < 40 ? std::min<int>(kPass, to - i) : 1;
+          std::vector<int32_t> ids;
+          for (int j = 0; j < n; ++j) ids.push_back(token(i + j));
+          Status s = Forward(m, *b.be, st, ids, o, &logits);
+          EXPECT_TRUE(s.ok()) << s.message();
+          if (!s.ok()) return all;
+          all.insert(all.end(), logits.begin(), logits.end());
+          i += n;
+        }
+        return all;
+      };
+      const std::vector<float> want = run(*whole, 0, positions);
+      ASSERT_EQ(want.size(), static_cast<size_t>(positions) * hp.n_vocab);
+      EXPECT_TRUE(run(*ring, 0, positions) == want) << "prompt and decode through the ring";
+
+      // A pass larger than the ring leaves beside the window: refused.
+      const int64_t max_pass = ring->MaxPassTokens(hp);
+      EXPECT_EQ(max_pass, 64 - 15);
+      std::vector<int32_t> big(static_cast<size_t>(max_pass + 1), token(3));
+      std::vector<float> logits;
+      const Status refused = Forward(m, *b.be, *ring, big, o, &logits);
+      EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.message();
+      EXPECT_NE(refused.message().find("sliding-window cache"), std::string::npos) << refused.message();
+      EXPECT_EQ(ring->n_past, positions);
+
+      // A rewind past what the ring holds (it holds the last 64 positions;
+      // a token 60 back sees 15 more before it): refused, nothing changed.
+      EXPECT_FALSE(ring->TruncateKv(positions - 60));
+      EXPECT_EQ(ring->n_past, positions);
+      // A rewind it holds, then the same tokens again: the full cache's bits.
+      const int back = positions - 20;
+      ASSERT_TRUE(ring->TruncateKv(back));
+      ASSERT_TRUE(whole->TruncateKv(back));
+      const std::vector<float> again = run(*whole, back, positions);
+      EXPECT_TRUE(run(*ring, back, positions) == again) << "after a rewind";
+
+      // A copy of the ring state continues as the state does.
+      auto copy = SequenceState::Create(*b.be, hp, kCtx, kv, kPass);
+      ASSERT_TRUE(copy.ok());
+      ASSERT_TRUE(CopySequence(*ring, *copy).ok());
+      const std::vector<float> next = run(*whole, positions, positions + 3);
+      EXPECT_TRUE(run(*copy, positions, positions + 3) == next) << "a copy";
+      EXPECT_TRUE(run(*ring, positions, positions + 3) == next) << "the original";
+      std::printf("%s, KV %s: %.1f s\n", b.name, std::string(KvTypeName(kv)).c_str(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GpuForwardTest,

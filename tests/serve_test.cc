@@ -1013,6 +1013,105 @@ TEST_P(ServeModelTest, ShutdownCancelsWhatDoesNotFinishInTime) {
 INSTANTIATE_TEST_SUITE_P(Archs, ServeModelTest, ::testing::Values(Arch::kLlama, Arch::kQwen35Moe),
                          [](const auto& param_info) { return std::string(ArchName(param_info.param)); });
 
+// A sliding-window model (gpt-oss) served with -b 8: its slots keep the
+// sliding layers in a ring of 64 rows (window 16). A next turn reuses the
+// slot as with any model; a prompt that shares only an early prefix would
+// rewind the slot past what the ring holds, so it runs from its start
+// (counted in swa_reuse_refused). Every answer is what a full-size cache
+// gives alone.
+TEST(ServeSlidingWindow, ReuseRewindsOnlyAsFarAsTheRingHolds) {
+  const std::string dir = strata::testing::ScratchDir("serve_swa");
+  strata::testing::SyntheticModelSpec spec;
+  spec.arch = Arch::kGptOss;
+  spec.hp = strata::testing::TinyGptOssHParams();
+  spec.seed = 11;
+  auto b = strata::testing::BuildSyntheticModel(spec);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+  PackOptions po;
+  po.probe = false;
+  ASSERT_TRUE(strata::testing::PackFile(dir + "/m.gguf", dir + "/m.strata", po).ok());
+  auto pack = Pack::Open(dir + "/m.strata");
+  ASSERT_TRUE(pack.ok());
+  auto model = Model::Create(**pack);
+  ASSERT_TRUE(model.ok());
+  auto v = VocabFromManifest(*(*pack)->manifest().tokenizer(), "m");
+  ASSERT_TRUE(v.ok());
+  auto tok = tokenizer::Tokenizer::Create(*v);
+  ASSERT_TRUE(tok.ok());
+  ReferenceBackend backend, alone_backend;
+  SchedulerOptions o;
+  o.parallel = 1;
+  o.n_ctx = 256;
+  o.step_tokens = 8;
+  o.log_requests = false;
+  auto sched = Scheduler::Create(*model, backend, *tok, o);
+  ASSERT_TRUE(sched.ok()) << sched.status().message();
+  (*sched)->Start();
+  auto request = [&](const std::string& text) {
+    GenerationRequest r;
+    r.prompt = tok->Encode(text, true, false);
+    r.max_tokens = 6;
+    r.sampling.temperature = 0.0f;
+    return r;
+  };
+  auto alone = [&](const GenerationRequest& r) {
+    auto st = SequenceState::Create(alone_backend, model->hp(), 256);  // full size
+    EXPECT_TRUE(st.ok());
+    EXPECT_EQ(st->swa_ring, 0);
+    Generator g(*model, alone_backend, *st, &*tok);
+    GenerateOptions go;
+    go.n_predict = r.max_tokens;
+    go.sampling = r.sampling;
+    auto res = g.Generate(r.prompt, go);
+    EXPECT_TRUE(res.ok()) << res.status().message();
+    return res.ok() ? SanitizeUtf8(res->text) : std::string();
+  };
+  auto run = [&](const GenerationRequest& r, int64_t* reused) {
+    ApiError rejected;
+    auto job = (*sched)->Submit(r, &rejected);
+    EXPECT_TRUE(job.ok()) << rejected.message;
+    std::string text;
+    for (int i = 0; i < 6000; ++i) {
+      JobUpdate u;
+      if (!(*job)->Wait(std::chrono::milliseconds(10), &u)) continue;
+      text += u.text;
+      if (u.done) {
+        EXPECT_FALSE(u.error) << u.text;
+        *reused = u.stats.reused_tokens;
+        return text;
+      }
+    }
+    ADD_FAILURE() << "job did not finish";
+    return text;
+  };
+  std::string head = "A long opening that runs well past the ring of sixty-four rows, so that it wraps. ";
+  head += head;
+  GenerationRequest first = request(head + "first question?");
+  ASSERT_GT(first.prompt.size(), 90u);
+  int64_t reused = -1;
+  EXPECT_EQ(run(first, &reused), alone(first));
+  EXPECT_EQ(reused, 0);
+  // A prompt that extends the slot's: reused, a rewind of at most a token.
+  GenerationRequest longer = request(head + "first question? And then?");
+  EXPECT_EQ(run(longer, &reused), alone(longer));
+  EXPECT_GE(reused, static_cast<int64_t>(first.prompt.size()) - 1);
+  EXPECT_EQ((*sched)->Metrics().swa_reuse_refused, 0u);
+  // A prompt sharing only its first 12 tokens: the ring no longer holds what
+  // position 12 sees, so it runs from the start.
+  GenerationRequest other = request(head.substr(0, 12) + "something else entirely");
+  ASSERT_LT(other.prompt.size(), 64u);
+  EXPECT_EQ(run(other, &reused), alone(other));
+  EXPECT_EQ(reused, 0);
+  EXPECT_EQ((*sched)->Metrics().swa_reuse_refused, 1u);
+  // Regenerating that short one rewinds a few positions, inside the ring.
+  GenerationRequest again = other;
+  again.prompt.back() = again.prompt.back() == 'x' ? 'y' : 'x';
+  EXPECT_EQ(run(again, &reused), alone(again));
+  EXPECT_EQ(reused, static_cast<int64_t>(again.prompt.size()) - 1);
+  EXPECT_EQ((*sched)->Metrics().swa_reuse_refused, 1u);
+}
+
 // ---------------------------------------------------------------- chat prompts
 
 std::vector<int32_t> Ids(const Result<std::vector<int32_t>>& r) {

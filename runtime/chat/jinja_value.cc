@@ -2,7 +2,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "runtime/base/checked_cast.h"
 #include "runtime/base/strings.h"
@@ -34,16 +37,54 @@ struct Box : Link {
   T value;
 };
 
+// A free put off while others run.
+struct Pending {
+  Link* link = nullptr;
+  void (*del)(Link*) = nullptr;
+};
+
 // Per thread: the frees put off while others run, the open arena's list,
-// and the limits of the walks over values.
+// and the limits of the walks over values. Trivially destructible on
+// purpose: a thread_local with a destructor runs it at thread exit, and
+// under MinGW's emulated TLS (the Windows build) that ran after the
+// runtime had torn down what it needed (an access violation at a server's
+// exit under Wine). The queue lives in an inline array and spills to a
+// malloc'd buffer only while a deep chain drains; Drain frees the spill.
 struct Heap {
+  static constexpr size_t kInline = 64;
   bool draining = false;
-  std::vector<std::pair<Link*, void (*)(Link*)>> pending;
+  Pending inline_pending[kInline] = {};
+  Pending* spill = nullptr;  // nullptr: the queue is inline_pending
+  size_t pending_n = 0;
+  size_t pending_cap = kInline;
   Link* live = nullptr;
   size_t max_text = size_t{8} << 20;
   uint64_t work_left = UINT64_MAX;
   int walk_depth = 0;
+
+  Pending* Queue() { return spill ? spill : inline_pending; }
+  // False when out of memory for the queue.
+  bool Push(Pending p) {
+    if (pending_n == pending_cap) {
+      if (pending_cap > SIZE_MAX / (2 * sizeof(Pending))) return false;
+      const size_t cap = pending_cap * 2;
+      auto* grown = static_cast<Pending*>(std::malloc(cap * sizeof(Pending)));
+      if (!grown) return false;
+      std::memcpy(grown, Queue(), pending_n * sizeof(Pending));
+      std::free(spill);
+      spill = grown;
+      pending_cap = cap;
+    }
+    Queue()[pending_n++] = p;
+    return true;
+  }
+  void ReleaseSpill() {
+    std::free(spill);
+    spill = nullptr;
+    pending_cap = kInline;
+  }
 };
+static_assert(std::is_trivially_destructible_v<Heap>, "no TLS destructor: see Heap");
 thread_local Heap heap;
 
 void Unlink(Link* l) {
@@ -63,11 +104,11 @@ void Delete(Link* l) {
 // frees a chain of any depth one link at a time.
 void Drain(Heap& h) {
   h.draining = true;
-  while (!h.pending.empty()) {
-    const auto [l, del] = h.pending.back();
-    h.pending.pop_back();
-    del(l);
+  while (h.pending_n > 0) {
+    const Pending p = h.Queue()[--h.pending_n];
+    p.del(p.link);
   }
+  h.ReleaseSpill();
   h.draining = false;
 }
 
@@ -76,9 +117,7 @@ template <class T>
 void Reap(Box<T>* b) {
   Heap& h = heap;
   Unlink(b);
-  try {
-    h.pending.emplace_back(b, &Delete<T>);
-  } catch (...) {  // out of memory for the queue: free it here, by recursion
+  if (!h.Push({b, &Delete<T>})) {  // out of memory for the queue: free it here, by recursion
     delete b;
     return;
   }

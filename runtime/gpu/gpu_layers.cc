@@ -138,6 +138,7 @@ Status GpuBackend::Attention(int32_t il, Mixer mixer, strata::Act in, strata::Ac
     a.n_rot = static_cast<int32_t>(hp.n_rot);
     a.rope_neox = hp.rope_type == RopeType::kNorm ? 0 : 1;  // NEOX and text-only IMRoPE
     a.kv_type = static_cast<int32_t>(kv);
+    a.swa = hp.IsSwaLayer(static_cast<uint32_t>(il)) ? 1 : 0;
     a.k_row_bytes = Hkv * kh, a.v_row_bytes = Hkv * vh, a.k_head_bytes = kh, a.v_head_bytes = vh;
     const ops::RopeParams rope = ops::RopeParamsFor(hp);
     a.freq_base = rope.freq_base, a.freq_scale = rope.freq_scale, a.eps = hp.rms_eps;

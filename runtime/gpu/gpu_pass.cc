@@ -11,9 +11,9 @@ namespace strata::gpu {
 namespace {
 
 // Where each table lies in the region (bytes from its start): seven int32
-// arrays of n, two of n_seq, then four pointer arrays of layers x n_seq.
+// arrays of n, three of n_seq, then four pointer arrays of layers x n_seq.
 struct TablesLayout {
-  uint64_t ids, pos, seq, run_start, seq_first, seq_len, rows, tile_t0, tile_nt;
+  uint64_t ids, pos, seq, run_start, seq_first, seq_len, swa_ring, rows, tile_t0, tile_nt;
   uint64_t k, v, conv, ssm, end;
   TablesLayout(int64_t n, int64_t n_seq, int64_t layers) {
     const auto un = static_cast<uint64_t>(n), us = static_cast<uint64_t>(n_seq);
@@ -29,6 +29,7 @@ struct TablesLayout {
     run_start = ints(un);
     seq_first = ints(us);
     seq_len = ints(us);
+    swa_ring = ints(us);
     rows = ints(un);
     tile_t0 = ints(un);
     tile_nt = ints(un);
@@ -99,6 +100,7 @@ Status UploadPassTables(Device& device, Stream stream, GpuBackend::PassState& p,
     const auto m = static_cast<int64_t>(sb.tokens.size());
     ints(lay.seq_first)[s] = static_cast<int32_t>(t);
     ints(lay.seq_len)[s] = static_cast<int32_t>(m);
+    ints(lay.swa_ring)[s] = static_cast<int32_t>(sb.state->swa_ring);
     for (int64_t i = 0; i < m; ++i, ++t) {
       ints(lay.ids)[t] = sb.tokens[static_cast<size_t>(i)];
       ints(lay.pos)[t] = static_cast<int32_t>(sb.state->n_past + i);
@@ -135,6 +137,7 @@ Status UploadPassTables(Device& device, Stream stream, GpuBackend::PassState& p,
   p.tables.run_start = AsPtr<const int32_t>(region + lay.run_start);
   p.tables.seq_first = AsPtr<const int32_t>(region + lay.seq_first);
   p.tables.seq_len = AsPtr<const int32_t>(region + lay.seq_len);
+  p.tables.swa_ring = AsPtr<const int32_t>(region + lay.swa_ring);
   p.tables.rows = AsPtr<const int32_t>(region + lay.rows);
   p.tables.k_cache = AsPtr<uint8_t* const>(region + lay.k);
   p.tables.v_cache = AsPtr<uint8_t* const>(region + lay.v);

@@ -252,7 +252,12 @@ void AddWeightLines(const PlanScope& s) {
 void AddBackendLines(const PlanScope& s) {
   const PlanInputs& in = s.in;
   const HParams& hp = s.hp;
-  const uint64_t per_seq = SequenceState::BytesFor(hp, in.n_ctx, in.kv_type);
+  const uint64_t per_seq = SequenceState::BytesFor(hp, in.n_ctx, in.kv_type, s.T);
+  // Sliding-window layers keep a ring of their last positions, twice
+  // (SequenceState::swa_ring), when that is smaller than the context.
+  const int64_t ring = SequenceState::SwaRingRows(hp, in.n_ctx, s.T);
+  uint32_t ring_layers = 0;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) ring_layers += ring && hp.IsSwaLayer(il) ? 1 : 0;
   const uint64_t recurrent = SequenceState::RecurrentBytesFor(hp);
   uint32_t attn_layers = 0;
   for (uint32_t il = 0; il < hp.n_layer; ++il) attn_layers += hp.IsRecurrentLayer(il) ? 0 : 1;
@@ -265,6 +270,15 @@ void AddBackendLines(const PlanScope& s) {
                       "the values are the latent, no V cache)",
                       in.parallel, static_cast<long long>(in.n_ctx), attn_layers,
                       static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)), hp.kv_lora_rank, hp.n_rot,
+                      kv_name.c_str())
+      : ring_layers
+          ? StrFormat("%d seq x (%u attention layers x %lld positions + %u sliding-window layers x 2 x %lld rows, a "
+                      "ring for a window of %u and passes of %lld tokens) x %u KV heads x (%lld + %lld) B (%u + %u "
+                      "dims as %s)",
+                      in.parallel, attn_layers - ring_layers, static_cast<long long>(in.n_ctx), ring_layers,
+                      static_cast<long long>(ring), hp.n_swa, static_cast<long long>(s.T), hp.n_head_kv,
+                      static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_k)),
+                      static_cast<long long>(KvHeadBytes(in.kv_type, hp.head_dim_v)), hp.head_dim_k, hp.head_dim_v,
                       kv_name.c_str())
           : StrFormat("%d seq x %lld positions x %u attention layers x %u KV heads x (%lld + %lld) B (%u + %u dims as %s)",
                       in.parallel, static_cast<long long>(in.n_ctx), attn_layers, hp.n_head_kv,

@@ -234,7 +234,8 @@ Result<RunMemory> AllocateRun(const Model& model, Backend& backend, CpuBackend* 
     switch (l.id) {
       case PlanItem::kKvCache: {  // each sequence's state: its KV cache and recurrent state in one buffer
         for (int32_t i = 0; i < in.parallel; ++i) {
-          STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type));
+          STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type,
+                                                                              PlanTokensPerPass(in)));
           r.states.push_back(std::move(st));
         }
         break;

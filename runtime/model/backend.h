@@ -184,7 +184,8 @@ class Backend {
   // A sequence's KV cache and recurrent state for n_ctx positions, zeroed.
   // Errors: kResourceExhausted with the size.
   // Errors also: a KV type this model's head dimensions do not fit.
-  Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32);
+  Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32,
+                                    int64_t pass_tokens = 0);
   // The most workspace a pass of this shape takes on this backend (exact for
   // the largest pass; the memory plan and ForwardBatch size workspaces with it).
   virtual uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const = 0;

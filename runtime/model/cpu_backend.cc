@@ -351,8 +351,14 @@ Status CpuBackend::Attention(int32_t il, Mixer mixer, Act in, Act out_act) {
       }
       SequenceState& st = p.St(t);
       const int64_t k_row = Hkv * KvHeadBytes(st.kv_type, Dk), v_row = Hkv * KvHeadBytes(st.kv_type, Dv);
-      StoreKvRow(st.kv_type, &k[t * Hkv * Dk], Hkv * Dk, StateK(st, il) + p.pos[t] * k_row);
-      StoreKvRow(st.kv_type, &v[t * Hkv * Dv], Hkv * Dv, StateV(st, il) + p.pos[t] * v_row);
+      // A sliding window's ring stores each position twice (sequence_state.h).
+      const bool ring = st.layers[static_cast<size_t>(il)].ring;
+      const int64_t row = ring ? st.RingRow(p.pos[t]) : p.pos[t];
+      for (int copy = 0; copy < (ring ? 2 : 1); ++copy) {
+        const int64_t at = row + copy * st.swa_ring;
+        StoreKvRow(st.kv_type, &k[t * Hkv * Dk], Hkv * Dk, StateK(st, il) + at * k_row);
+        StoreKvRow(st.kv_type, &v[t * Hkv * Dv], Hkv * Dv, StateV(st, il) + at * v_row);
+      }
     }
   };
   ParallelFor(n, [&prepare](int64_t b, int64_t e) { prepare(b, e); });  // one reference: no allocation
@@ -403,16 +409,17 @@ void CpuBackend::AttendCached(int32_t il, const CachedAttention& c) {
           const int64_t k0 = first_key(p.pos[t]);
           const int64_t n_keys = p.pos[t] + 1 - k0;  // causal, within the window
           const SequenceState& st = p.St(t);
+          const int64_t row0 = k0 - (st.layers[static_cast<size_t>(il)].ring ? st.SwaKeyOffset(k0) : 0);
           const KvType kt = st.kv_type;
           const int64_t kh = KvHeadBytes(kt, Dk), vh = c.v_in_k ? kh : KvHeadBytes(kt, Dv);
           const float* q = c.q_at(t, hh);
-          kernels::AttnScoresRefKv(q, StateK(st, il) + k0 * Hkv * kh + kvh * kh, Hkv * kh, kt, n_keys, Dk, c.scale,
+          kernels::AttnScoresRefKv(q, StateK(st, il) + row0 * Hkv * kh + kvh * kh, Hkv * kh, kt, n_keys, Dk, c.scale,
                                    scores);
           if (sinks) kernels::SoftmaxWithSink(scores, n_keys, &sinks[hh]);
           else ops::Softmax(scores, n_keys);
           float* o = c.attn + (t * H + hh) * Dv;
           std::fill(o, o + Dv, 0.0f);
-          kernels::AttnMixRefKv(scores, (c.v_in_k ? StateK(st, il) : StateV(st, il)) + k0 * Hkv * vh + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
+          kernels::AttnMixRefKv(scores, (c.v_in_k ? StateK(st, il) : StateV(st, il)) + row0 * Hkv * vh + kvh * vh, Hkv * vh, kt, n_keys, Dv, o);
           if (c.gated) apply_gate(q, o);
         }
       }
@@ -449,17 +456,22 @@ void CpuBackend::AttendCached(int32_t il, const CachedAttention& c) {
         float* row_sink = tables + 8 * rows_max;
         for (int64_t job = task; job < block_jobs; job += c.tasks) {
           const int64_t b = job / Hkv, kvh = job % Hkv;
+          const SequenceState& st = p.St(c.block_start[b]);
+          // A ring: key j at row j - off, for the keys the block's rows see
+          // (the block's tokens are consecutive positions, the first sees
+          // the lowest key; off is a multiple of the key block).
+          const int64_t off =
+              st.layers[static_cast<size_t>(il)].ring ? st.SwaKeyOffset(first_key(p.pos[c.block_start[b]])) : 0;
           int64_t rows = 0;
           for (int64_t t = c.block_start[b]; t < c.block_start[b + 1]; ++t)
             for (int64_t g = 0; g < group; ++g, ++rows) {
               const int64_t hh = kvh * group + g;
               q_rows[rows] = c.q_at(t, hh);
               o_rows[rows] = c.attn + (t * H + hh) * Dv;
-              n_keys[rows] = p.pos[t] + 1;  // causal
-              k_first[rows] = first_key(p.pos[t]);
+              n_keys[rows] = p.pos[t] + 1 - off;  // causal
+              k_first[rows] = first_key(p.pos[t]) - off;
               row_sink[rows] = sinks ? sinks[hh] : 0.0f;
             }
-          const SequenceState& st = p.St(c.block_start[b]);
           const int64_t kh = KvHeadBytes(st.kv_type, Dk), vh = c.v_in_k ? kh : KvHeadBytes(st.kv_type, Dv);
           kernels::AttnBlockArgs a;
           a.q = q_rows;

@@ -35,13 +35,15 @@ void BackendBuffer::Reset() {
   owner_ = nullptr;
 }
 
-Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvType kv) {
+Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvType kv, int64_t pass_tokens) {
   STRATA_RETURN_IF_ERROR(SequenceState::CheckKvType(hp, kv));
   SequenceState st;
   st.n_ctx = n_ctx;
   st.kv_type = kv;
+  st.swa_ring = SequenceState::SwaRingRows(hp, n_ctx, pass_tokens);
+  st.swa_window = st.swa_ring ? hp.n_swa : 0;
   uint64_t bytes = 0;
-  st.layers = SequenceState::Layout(hp, n_ctx, kv, &bytes);
+  st.layers = SequenceState::Layout(hp, n_ctx, kv, &bytes, pass_tokens);
   auto buf = Allocate(bytes, StrFormat("the sequence state (%lld positions)", static_cast<long long>(n_ctx)));
   if (!buf.ok())
     return ResourceExhausted(StrFormat("cannot allocate the sequence state: %s for %lld positions (%s)",

@@ -94,6 +94,11 @@ Status CheckBatch(const Model& model, const Backend& backend, std::span<const Se
       return InvalidArgument(StrFormat("%lld tokens at position %lld do not fit the context of %lld positions",
                                        static_cast<long long>(m), static_cast<long long>(sb.state->n_past),
                                        static_cast<long long>(sb.state->n_ctx)));
+    if (m > sb.state->MaxPassTokens(hp))
+      return InvalidArgument(StrFormat("%lld tokens of one sequence in one pass: its sliding-window cache (a ring of "
+                                       "%lld positions for a window of %u) was made for passes of at most %lld",
+                                       static_cast<long long>(m), static_cast<long long>(sb.state->swa_ring), hp.n_swa,
+                                       static_cast<long long>(sb.state->MaxPassTokens(hp))));
     for (int64_t t = 0; t < m; ++t)
       if (sb.tokens[t] < 0 || static_cast<uint32_t>(sb.tokens[t]) >= hp.n_vocab)
         return InvalidArgument(StrFormat("token id %d at index %lld is out of range (the vocabulary has %u tokens)",

@@ -17,6 +17,9 @@ std::string PrometheusText(const SchedulerMetrics& m) {
   Add(o, "prompt_tokens_total", "counter", "Prompt tokens run (not counting reused ones).", d(m.prompt_tokens_total));
   Add(o, "prompt_tokens_reused_total", "counter", "Prompt tokens taken from a slot's cache (prefix reuse).",
       d(m.prompt_tokens_reused_total));
+  Add(o, "swa_reuse_refused_total", "counter",
+      "Cached prefixes not reused because a sliding window's ring had overwritten what their end sees.",
+      d(m.swa_reuse_refused));
   Add(o, "prompt_seconds_total", "counter", "Forward-pass time spent on prompt tokens.", m.prompt_seconds_total);
   Add(o, "tokens_predicted_total", "counter", "Tokens generated.", d(m.tokens_predicted_total));
   Add(o, "tokens_predicted_seconds_total", "counter", "Forward-pass time spent on generated tokens.",

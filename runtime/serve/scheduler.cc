@@ -90,7 +90,7 @@ struct Scheduler::Slot {
 };
 
 uint64_t Scheduler::PlannedBytes(const HParams& hp, const SchedulerOptions& o) {
-  uint64_t per_slot = SequenceState::BytesFor(hp, o.n_ctx, o.kv_type);
+  uint64_t per_slot = SequenceState::BytesFor(hp, o.n_ctx, o.kv_type, o.step_tokens);
   // The recurrent snapshot: as large as the recurrent part of a state, which
   // does not depend on the context.
   uint64_t recurrent = SequenceState::BytesFor(hp, 0);
@@ -124,7 +124,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Model& model, Backend
     if (o.memory) {
       slot->state = std::move(o.memory->states[static_cast<size_t>(i)]);
     } else {
-      auto st = SequenceState::Create(backend, hp, o.n_ctx, o.kv_type);
+      auto st = SequenceState::Create(backend, hp, o.n_ctx, o.kv_type, o.step_tokens);
       if (!st.ok()) return st.status().WithContext(StrFormat("slot %d of %d", i, o.parallel));
       slot->state = std::move(*st);
     }
@@ -399,8 +399,12 @@ void Scheduler::Admit(Slot& slot, std::shared_ptr<Job> job, Slot* leader) {
     restored = slot.state.Clear();
   } else if (plan.tokens == 0) {
     restored = slot.state.Clear();
-  } else {
-    slot.state.TruncateKv(plan.tokens);
+  } else if (!slot.state.TruncateKv(plan.tokens)) {
+    // A sliding window's ring no longer holds what the reused prefix's end
+    // sees (sequence_state.h): the prompt runs from its start.
+    plan.tokens = 0;
+    restored = slot.state.Clear();
+    ++metrics_.swa_reuse_refused;
   }
   slot.cached.resize(static_cast<size_t>(plan.tokens));
   if (slot.snapshot_pos > plan.tokens) slot.snapshot_pos = -1;  // its tokens are gone

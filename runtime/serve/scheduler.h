@@ -85,6 +85,7 @@ struct SchedulerMetrics {
   int64_t n_ctx = 0;
   uint64_t prompt_tokens_total = 0;         // prompt tokens run
   uint64_t prompt_tokens_reused_total = 0;  // prompt tokens taken from a slot's cache
+  uint64_t swa_reuse_refused = 0;           // prefixes a sliding window's ring no longer held (run afresh)
   uint64_t tokens_predicted_total = 0;
   double prompt_seconds_total = 0;          // step time spent on prompt tokens
   double predicted_seconds_total = 0;       // step time spent on generated tokens

@@ -95,6 +95,16 @@ STRATA_DEV void NormRope(float* x, int32_t d, const float* w, const AttnPrepArgs
   WarpSync();
 }
 
+// A sliding window's ring (PassTables::swa_ring): token t's row for its
+// position, the first or the second copy; one copy at row pos elsewhere.
+STRATA_DEV int32_t KvCopies(const AttnPrepArgs& a, int32_t t) {
+  return a.swa && a.tables.swa_ring[a.tables.seq[t]] > 0 ? 2 : 1;
+}
+STRATA_DEV int64_t KvRow(const AttnPrepArgs& a, int32_t t, int32_t pos, int copy) {
+  const int32_t ring = a.swa ? a.tables.swa_ring[a.tables.seq[t]] : 0;
+  return ring > 0 ? static_cast<int64_t>(pos % ring) + static_cast<int64_t>(copy) * ring : pos;
+}
+
 // Grid (n, ceil((H + 2 Hkv) / warps)): a warp per (token, item); items are
 // the query heads, then the key heads, then the value heads.
 STRATA_KERNEL(strata_attn_prep, AttnPrepArgs) {
@@ -111,11 +121,13 @@ STRATA_KERNEL(strata_attn_prep, AttnPrepArgs) {
     // The pass's k rows are scratch: normalized and rotated in place, then stored.
     float* k = const_cast<float*>(a.k) + (static_cast<int64_t>(t) * a.Hkv + h) * a.Dk;
     NormRope(k, a.Dk, a.k_norm, a, pos);
-    StoreKvRow(k, a.Dk, a.kv_type, a.tables.k_cache[slot] + pos * a.k_row_bytes + h * a.k_head_bytes);
+    for (int copy = 0; copy < KvCopies(a, t); ++copy)
+      StoreKvRow(k, a.Dk, a.kv_type, a.tables.k_cache[slot] + KvRow(a, t, pos, copy) * a.k_row_bytes + h * a.k_head_bytes);
   } else {
     const int32_t h = item - a.H - a.Hkv;
     const float* v = a.v + (static_cast<int64_t>(t) * a.Hkv + h) * a.Dv;
-    StoreKvRow(v, a.Dv, a.kv_type, a.tables.v_cache[slot] + pos * a.v_row_bytes + h * a.v_head_bytes);
+    for (int copy = 0; copy < KvCopies(a, t); ++copy)
+      StoreKvRow(v, a.Dv, a.kv_type, a.tables.v_cache[slot] + KvRow(a, t, pos, copy) * a.v_row_bytes + h * a.v_head_bytes);
   }
 }
 
@@ -187,6 +199,19 @@ STRATA_KERNEL(strata_attention, AttnArgs) {
     k_begin = split * a.split_keys;
     k_end = k_end < k_begin + a.split_keys ? k_end : k_begin + a.split_keys;
   }
+  // A sliding window: the key tiles start at the tile of the lowest key the
+  // first token sees (tiles before it are all masked; the tiles stay on the
+  // grid of KT from 0, so the sums' order does not change). A ring reads key
+  // j at row j - off (PassTables::swa_ring; off is a multiple of the ring,
+  // a multiple of 64, so of KT).
+  int64_t off = 0;
+  if (a.n_swa > 0) {
+    const int32_t p0 = a.tables.pos[t0];
+    const int32_t lo = (p0 >= a.n_swa ? p0 - a.n_swa + 1 : 0) / KT * KT;
+    if (k_begin < lo) k_begin = lo;
+    const int32_t ring = a.tables.swa_ring[a.tables.seq[t0]];
+    if (ring > 0) off = lo - lo % ring;
+  }
   float m[kMaxRowsPerWarp], l[kMaxRowsPerWarp], o[kMaxRowsPerWarp][kMaxDvPerLane];
   for (int rw = 0; rw < kMaxRowsPerWarp; ++rw) {
     m[rw] = -INFINITY;
@@ -198,11 +223,11 @@ STRATA_KERNEL(strata_attention, AttnArgs) {
     __syncthreads();  // the previous tile's K, V and P are no longer read
     for (int32_t e = static_cast<int32_t>(threadIdx.x); e < nk * a.Dk; e += static_cast<int32_t>(blockDim.x)) {
       const int32_t j = e / a.Dk, i = e % a.Dk;
-      K[j * (a.Dk + 1) + i] = LoadKv(kc + static_cast<int64_t>(kt0 + j) * a.k_row_bytes, a.kv_type, i);
+      K[j * (a.Dk + 1) + i] = LoadKv(kc + (kt0 + j - off) * a.k_row_bytes, a.kv_type, i);
     }
     for (int32_t e = static_cast<int32_t>(threadIdx.x); e < nk * a.Dv; e += static_cast<int32_t>(blockDim.x)) {
       const int32_t j = e / a.Dv, i = e % a.Dv;
-      V[j * a.Dv + i] = LoadKv(vc + static_cast<int64_t>(kt0 + j) * a.v_row_bytes, a.kv_type, i);
+      V[j * a.Dv + i] = LoadKv(vc + (kt0 + j - off) * a.v_row_bytes, a.kv_type, i);
     }
     __syncthreads();
     for (int rw = 0; rw < kMaxRowsPerWarp; ++rw) {

@@ -37,6 +37,11 @@ struct PassTables {
   const int32_t* seq_first;  // [n_seq] a sequence's first token in the pass
   const int32_t* seq_len;    // [n_seq] its tokens in the pass
   const int32_t* rows;       // [n_rows] the tokens whose logits are asked for
+  // [n_seq] a sequence's sliding-window ring (SequenceState::swa_ring): on
+  // the layers that slide, position p is stored at rows p % R and p % R + R,
+  // and key j of a window whose lowest position is lo at row j - (lo - lo % R).
+  // 0: row p.
+  const int32_t* swa_ring;
   // Per layer, per sequence: the state's parts (device addresses), at
   // [layer * n_seq + s]. Null where a layer has no such part.
   uint8_t* const* k_cache;
@@ -175,6 +180,7 @@ struct AttnPrepArgs {
   int32_t n_rot;
   int32_t rope_neox;        // 1: NeoX pairs (i, i + n_rot/2); 0: (2i, 2i + 1)
   int32_t kv_type;          // KvType: 0 F32, 1 F16, 2 Q8_0
+  int32_t swa;              // 1: the layer slides (its cache may be a ring: PassTables::swa_ring)
   int64_t k_row_bytes;      // one position's row of every KV head
   int64_t v_row_bytes;
   int64_t k_head_bytes;
