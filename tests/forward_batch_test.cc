@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "runtime/model/backend.h"
 #include "runtime/model/backend_factory.h"
 #include "runtime/model/forward.h"
+#include "runtime/model/generator.h"
 #include "runtime/pack/pack_reader.h"
 #include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/synthetic_pack.h"
@@ -237,6 +241,141 @@ TEST(DeltaNet, ChunkedFormulationEqualsSequential) {
   EXPECT_EQ(ParseDeltaNetMode("chunked").value(), DeltaNetMode::kChunked);
   EXPECT_FALSE(ParseDeltaNetMode("auto").ok());
 }
+
+// Speculative decoding with a draft model (Generator, DraftModel): greedy
+// tokens identical to plain greedy decoding, on the reference and the fast
+// CPU path, with a draft that always agrees (the model itself: every draft
+// accepted) and one that rarely does (another seed), at several draft
+// lengths, over many prompts. A model with gated delta-net layers runs
+// without speculation and says why.
+class SpeculativeTest : public ::testing::TestWithParam<Arch> {};
+
+TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
+  const Arch arch = GetParam();
+  const std::string dir = testing::ScratchDir("speculative");
+  const std::string name(ArchName(arch));
+  auto target = testing::MakeSyntheticPack(arch, dir, name + "-a", 5);
+  auto other = testing::MakeSyntheticPack(arch, dir, name + "-b", 6);
+  ASSERT_TRUE(target.ok() && other.ok());
+  const Model& m = *target->model;
+  const HParams& hp = m.hp();
+  constexpr int kGen = 20;
+  for (const char* kind : {"reference", "cpu"}) {
+    // The reference path is the slow one: fewer prompts there.
+    const bool ref = std::string(kind) == "reference";
+    const int prompts = testing::kMatrixSubset ? (ref ? 2 : 5) : (ref ? 10 : 40);
+    BackendOptions bo;
+    bo.kind = kind;
+    bo.threads = 2;
+    auto tb = MakeBackend(m, bo), db = MakeBackend(m, bo), ob = MakeBackend(*other->model, bo);
+    ASSERT_TRUE(tb.ok() && db.ok() && ob.ok());
+    auto generate = [&](const std::vector<int32_t>& prompt, const Model* dm, Backend* dbe, int max_draft,
+                        GenerateResult* out) {
+      auto st = SequenceState::Create(*tb->backend, hp, 128, KvType::kF16, 8);
+      EXPECT_TRUE(st.ok());
+      std::optional<SequenceState> dst;
+      DraftModel d;
+      GenerateOptions go;
+      go.n_predict = kGen;
+      go.sampling.temperature = 0.0f;
+      go.batch = 8;
+      if (dm) {
+        auto s2 = SequenceState::Create(*dbe, dm->hp(), 128, KvType::kF16, 8);
+        EXPECT_TRUE(s2.ok());
+        dst.emplace(std::move(*s2));
+        d.model = dm;
+        d.backend = dbe;
+        d.state = &*dst;
+        d.max_draft = max_draft;
+        go.draft = &d;
+      }
+      Generator g(m, *tb->backend, *st, nullptr);
+      auto r = g.Generate(prompt, go);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      *out = std::move(*r);
+    };
+    int64_t drafted_self = 0, accepted_self = 0, drafted_other = 0, accepted_other = 0;
+    for (int p = 0; p < prompts; ++p) {
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 3 + p % 13; ++i) prompt.push_back(static_cast<int32_t>((p * 131 + i * 37 + 11) % hp.n_vocab));
+      SCOPED_TRACE(std::string(kind) + ", prompt " + std::to_string(p));
+      GenerateResult plain, self, cross;
+      generate(prompt, nullptr, nullptr, 0, &plain);
+      ASSERT_EQ(plain.tokens.size(), static_cast<size_t>(kGen));
+      const int max_draft = 1 + p % 5;
+      generate(prompt, &m, db->backend.get(), max_draft, &self);
+      generate(prompt, other->model.get(), ob->backend.get(), max_draft, &cross);
+      EXPECT_EQ(self.tokens, plain.tokens) << "drafting for itself, " << max_draft << " a step";
+      EXPECT_EQ(cross.tokens, plain.tokens) << "another model drafting, " << max_draft << " a step";
+      if (hp.ssm_d_state > 0) {
+        EXPECT_NE(self.spec_off.find("gated delta-net"), std::string::npos) << self.spec_off;
+        EXPECT_EQ(self.n_verify, 0);
+        continue;
+      }
+      EXPECT_TRUE(self.spec_off.empty()) << self.spec_off;
+      EXPECT_GT(self.n_verify, 0);
+      drafted_self += self.n_drafted;
+      accepted_self += self.n_accepted;
+      drafted_other += cross.n_drafted;
+      accepted_other += cross.n_accepted;
+    }
+    if (hp.ssm_d_state > 0) continue;
+    // A pass's rows do not depend on how many tokens it holds: the model
+    // drafting for itself has every draft accepted.
+    EXPECT_EQ(accepted_self, drafted_self) << kind;
+    EXPECT_GT(drafted_self, 0);
+    EXPECT_LT(accepted_other, drafted_other) << kind << ": another seed's model should disagree sometimes";
+    std::printf("%s %s: self %lld/%lld accepted, other seed %lld/%lld\n", name.c_str(), kind,
+                static_cast<long long>(accepted_self), static_cast<long long>(drafted_self),
+                static_cast<long long>(accepted_other), static_cast<long long>(drafted_other));
+  }
+}
+
+// A draft whose vocabulary is not the target's is refused before anything runs.
+TEST(Speculative, ADraftWithAnotherVocabularyIsRefused) {
+  const std::string dir = testing::ScratchDir("speculative_vocab");
+  auto target = testing::MakeSyntheticPack(Arch::kLlama, dir, "t", 5);
+  auto small = testing::MakeSyntheticPack(Arch::kLlama, dir, "d", 5, [](testing::SyntheticModelSpec& s) {
+    s.hp.n_vocab -= 8;
+  });
+  ASSERT_TRUE(target.ok());
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  ReferenceBackend tb, db;
+  auto st = SequenceState::Create(tb, target->model->hp(), 64);
+  auto dst = SequenceState::Create(db, small->model->hp(), 64);
+  ASSERT_TRUE(st.ok() && dst.ok());
+  DraftModel d;
+  d.model = small->model.get();
+  d.backend = &db;
+  d.state = &*dst;
+  GenerateOptions go;
+  go.n_predict = 4;
+  go.sampling.temperature = 0.0f;
+  go.draft = &d;
+  Generator g(*target->model, tb, *st, nullptr);
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  auto r = g.Generate(prompt, go);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("vocabulary"), std::string::npos) << r.status().message();
+  d.model = target->model.get();
+  d.max_draft = 17;
+  auto r2 = g.Generate(prompt, go);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("--spec-max 17"), std::string::npos) << r2.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, SpeculativeTest,
+                         ::testing::ValuesIn(testing::MatrixCases(
+                             std::vector<Arch>{Arch::kLlama, Arch::kQwen3Moe, Arch::kGptOss, Arch::kGlm4Moe,
+                                               Arch::kDeepseek2, Arch::kQwen35Moe},
+                             [](Arch a) { return a == Arch::kQwen3Moe || a == Arch::kGptOss || a == Arch::kQwen35Moe; })),
+                         [](const auto& param_info) {
+                           std::string n(ArchName(param_info.param));
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace strata

@@ -84,6 +84,65 @@ Result<tokenizer::Tokenizer> LoadTokenizer(const Pack& pack) {
   return tokenizer::Tokenizer::Create(v);
 }
 
+// --spec draft: the draft model, loaded on the CPU (the reference path when
+// the target runs it), with its own sequence state and workspace.
+struct LoadedDraft {
+  LoadedRun run;
+  SequenceState state;
+  Workspace workspace;
+  DraftModel draft;
+};
+
+// A draft must cut text into the target's tokens: the same count, the same
+// text for every id, the same end-of-generation ids.
+Status SameTokenizer(const tokenizer::Tokenizer& target, const tokenizer::Tokenizer& draft) {
+  if (target.n_tokens() != draft.n_tokens())
+    return InvalidArgument(StrFormat("the draft's vocabulary has %d tokens, the model's %d: a draft must share the "
+                                     "model's tokenizer",
+                                     draft.n_tokens(), target.n_tokens()));
+  const std::vector<std::string> a = target.TextPieces(), b = draft.TextPieces();
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i] != b[i])
+      return InvalidArgument(StrFormat("the draft's token %zu is '%s', the model's '%s': a draft must share the "
+                                       "model's tokenizer",
+                                       i, Printable(b[i]).c_str(), Printable(a[i]).c_str()));
+  if (target.vocab().eog_ids != draft.vocab().eog_ids)
+    return InvalidArgument("the draft's end-of-generation tokens differ from the model's: a draft must share the "
+                           "model's tokenizer");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<LoadedDraft>> LoadDraft(const RunOptions& o, const LoadOptions& target,
+                                               const tokenizer::Tokenizer& tok, KvType kv) {
+  auto d = std::make_unique<LoadedDraft>();
+  LoadOptions lo = target;
+  lo.pack = o.draft;
+  lo.backend = o.backend == "reference" ? "reference" : "cpu";
+  lo.plan_only = false;
+  lo.who = "strata-run (draft)";
+  auto run = LoadRun(lo);
+  if (!run.ok()) return run.status().WithContext("--draft " + o.draft);
+  d->run = std::move(*run);
+  auto dtok = LoadTokenizer(*d->run.pack);
+  if (!dtok.ok()) return dtok.status().WithContext("--draft " + o.draft);
+  STRATA_RETURN_IF_ERROR(SameTokenizer(tok, *dtok).WithContext("--draft " + o.draft));
+  const Model& m = *d->run.model;
+  Backend& be = *d->run.backend;
+  auto st = SequenceState::Create(be, m.hp(), target.n_ctx, kv, o.batch);
+  if (!st.ok()) return st.status().WithContext("the draft's sequence state");
+  d->state = std::move(*st);
+  const uint64_t ws = be.WorkspaceBytes(m, PassShape{std::max<int64_t>(o.batch, 2), target.n_ctx, be.threads()});
+  auto w = be.CreateWorkspace(ws, "the draft's workspace");
+  if (!w.ok()) return w.status();
+  d->workspace = std::move(*w);
+  d->draft.model = &m;
+  d->draft.backend = &be;
+  d->draft.state = &d->state;
+  d->draft.workspace = &d->workspace;
+  d->draft.max_draft = o.spec_max;
+  return d;
+}
+
 int TokenizeFile(const Pack& pack, const std::string& file) {
   auto tok = LoadTokenizer(pack);
   if (!tok.ok()) return Fail(tok.status());
@@ -539,6 +598,15 @@ int Main(int argc, char** argv) {
       if (write_status.ok())
         write_status = logits_out->Write(reinterpret_cast<const uint8_t*>(row.data()), row.size() * sizeof(float));
     };
+  std::unique_ptr<LoadedDraft> draft;
+  if (o.spec == "draft") {
+    LoadOptions target = LoadOptionsFrom(o);
+    target.n_ctx = o.n_ctx;
+    auto d = LoadDraft(o, target, *tok, rc.state->kv_type);
+    if (!d.ok()) return Fail(d.status());
+    draft = std::move(*d);
+    go.draft = &draft->draft;
+  }
   Generator g(*model, *backend, *rc.state, &*tok);
   auto r = g.Generate(prompt, go, cb);
   if (!r.ok()) return Fail(r.status());
@@ -559,6 +627,17 @@ int Main(int argc, char** argv) {
                "(%.2f tok/s); stopped: %s\n",
                load_s, static_cast<long long>(r->n_prompt), r->prompt_seconds, r->prompt_tps(), r->tokens.size(),
                r->gen_seconds, r->gen_tps(), std::string(StopReasonName(r->stop)).c_str());
+  if (draft && !r->spec_off.empty()) {
+    std::fprintf(stderr, "strata-run: speculation did not run: %s\n", r->spec_off.c_str());
+  } else if (draft) {
+    std::fprintf(stderr,
+                 "strata-run: speculation: %lld tokens drafted, %lld accepted (%.1f%%), %lld verification passes, "
+                 "%.2f tokens a pass\n",
+                 static_cast<long long>(r->n_drafted), static_cast<long long>(r->n_accepted),
+                 r->n_drafted ? 100.0 * static_cast<double>(r->n_accepted) / static_cast<double>(r->n_drafted) : 0.0,
+                 static_cast<long long>(r->n_verify),
+                 r->n_verify ? static_cast<double>(r->n_accepted + r->n_verify) / static_cast<double>(r->n_verify) : 0.0);
+  }
   return finish(kExitOk);
 }
 

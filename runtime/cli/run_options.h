@@ -56,6 +56,10 @@ struct RunOptions {
   int max_connections = 1024;
   size_t max_body = 16u << 20;
   MemoryFlags memory;  // the memory plan and the expert tiers (memory_flags.h)
+  // Speculative decoding (docs/speculative.md): --spec draft with --draft PACK.
+  std::string spec = "none";  // --spec none|draft (mtp: not yet)
+  std::string draft;          // --draft PACK
+  int spec_max = 3;           // --spec-max N
 
   // Checks every option and fills the parsed forms below.
   Status Validate();

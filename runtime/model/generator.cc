@@ -109,6 +109,49 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     if (o.prompt_logits && cb.on_logits)
       for (size_t row = 0; row < n; ++row) cb.on_logits({logits.data() + row * n_vocab, n_vocab});
   }
+  // Speculation: checked before the draft runs the prompt.
+  const DraftModel* draft = o.draft;
+  if (draft) {
+    if (!draft->model || !draft->backend || !draft->state)
+      return Internal("speculative decoding: a draft without its model, backend or state");
+    if (draft->max_draft < 1 || draft->max_draft > 16)
+      return InvalidArgument(StrFormat("--spec-max %d: expected 1..16", draft->max_draft));
+    if (draft->model->hp().n_vocab != n_vocab)
+      return InvalidArgument(StrFormat("the draft model's vocabulary has %u tokens, the target's %u: a draft must "
+                                       "share the target's tokenizer",
+                                       draft->model->hp().n_vocab, n_vocab));
+    if (draft->state->n_past != state_.n_past - r.n_prompt)
+      return Internal("speculative decoding: the draft's state does not hold what the target's holds");
+    auto recurrent = [](const HParams& hp) {
+      for (uint32_t il = 0; il < hp.n_layer; ++il)
+        if (hp.IsRecurrentLayer(il)) return true;
+      return false;
+    };
+    if (!o.sampling.IsPlainArgmax())
+      r.spec_off = "sampling (temperature, penalties or a bias): speculation runs greedy decoding only";
+    else if (cb.on_logits)
+      r.spec_off = "every row's logits are written: speculation runs without them";
+    else if (o.feed_last)
+      r.spec_off = "the last token is fed back: speculation runs without it";
+    else if (recurrent(model_.hp()) || recurrent(draft->model->hp()))
+      r.spec_off = "a model with gated delta-net layers: rolling back their recurrent state is not implemented";
+    if (!r.spec_off.empty()) {
+      draft = nullptr;
+    } else {  // the draft reads the prompt too
+      ForwardOptions dfo;
+      dfo.workspace = draft->workspace;
+      dfo.delta_net = o.delta_net;
+      std::vector<int32_t> dargmax;
+      dfo.argmax = &dargmax;
+      std::vector<float> dlogits;
+      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
+        const size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
+        STRATA_RETURN_IF_ERROR(Forward(*draft->model, *draft->backend, *draft->state, prompt.subspan(i, n), dfo,
+                                       &dlogits)
+                                   .WithContext("the draft model"));
+      }
+    }
+  }
   r.prompt_seconds = Since(t0);
   std::span<const float> last(logits.data() + logits.size() - n_vocab, n_vocab);
 
@@ -120,6 +163,17 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   // The first id comes from the prompt's last pass: its argmax when that pass
   // computed one, else the logits.
   bool have_argmax = argmax_only && !o.prompt_logits;
+  // Speculation's state: tokens decided and not yet emitted (accepted drafts,
+  // whose positions the target's cache already holds, then the target's own
+  // next token, which it does not), and tokens the draft has not yet read.
+  std::vector<int32_t> queued, draft_pending, drafted, verify_argmax;
+  size_t queued_at = 0;
+  ForwardOptions dfo;
+  if (draft) {
+    dfo.workspace = draft->workspace;
+    dfo.argmax = &argmax;  // the draft's greedy choice (its logits are not read)
+  }
+  std::vector<float> dlogits;
   auto t1 = std::chrono::steady_clock::now();
   while (true) {
     if (o.n_predict >= 0 && static_cast<int64_t>(r.tokens.size()) >= o.n_predict) {
@@ -130,7 +184,8 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       r.stop = StopReason::kCancelled;
       break;
     }
-    const int32_t id = have_argmax ? argmax.back() : sampler.Sample(last, r.tokens);
+    const bool from_queue = queued_at < queued.size();
+    const int32_t id = from_queue ? queued[queued_at++] : have_argmax ? argmax.back() : sampler.Sample(last, r.tokens);
     if (id < 0) return InvalidArgument("the logit bias bans every token of the vocabulary");
     have_argmax = argmax_only;
     r.tokens.push_back(id);
@@ -147,14 +202,73 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       r.stop = eog ? StopReason::kEndOfGeneration : hit ? StopReason::kStopString : StopReason::kTokenLimit;
       break;
     }
+    // An accepted draft: the target's cache already holds its position.
+    if (from_queue && queued_at < queued.size()) {
+      ++r.n_decoded;
+      continue;
+    }
     if (state_.n_past >= state_.n_ctx) {
       r.stop = StopReason::kContextFull;
       break;
+    }
+    if (draft) {
+      // Draft up to n tokens after `id`, verify [id, drafts] in one pass of
+      // the target, keep the longest agreeing prefix and the target's next.
+      const HParams& hp = model_.hp();
+      int64_t n = draft->max_draft;
+      n = std::min<int64_t>(n, state_.n_ctx - state_.n_past - 1);
+      n = std::min<int64_t>(n, state_.MaxPassTokens(hp) - 1);
+      n = std::min<int64_t>(n, draft->state->MaxPassTokens(draft->model->hp()) - 1);
+      if (o.n_predict >= 0) n = std::min<int64_t>(n, o.n_predict - static_cast<int64_t>(r.tokens.size()) - 1);
+      queued.clear();
+      queued_at = 0;
+      draft_pending.push_back(id);
+      if (n > 0) {
+        const int64_t target_base = state_.n_past;
+        const int64_t draft_base = draft->state->n_past + static_cast<int64_t>(draft_pending.size()) - 1;  // id's
+        drafted.clear();
+        std::span<const int32_t> feed(draft_pending);
+        for (int64_t i = 0; i < n; ++i) {
+          STRATA_RETURN_IF_ERROR(
+              Forward(*draft->model, *draft->backend, *draft->state, feed, dfo, &dlogits).WithContext("the draft model"));
+          drafted.push_back(argmax.back());
+          feed = std::span<const int32_t>(&drafted.back(), 1);
+        }
+        draft_pending.clear();
+        std::vector<int32_t>& verify = queued;  // [id, drafts]; the queue again below
+        verify.push_back(id);
+        verify.insert(verify.end(), drafted.begin(), drafted.end());
+        ForwardOptions vfo = fo;
+        vfo.all_logits = true;
+        vfo.argmax = &verify_argmax;
+        vfo.op_times = nullptr;
+        STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, verify, vfo, &logits));
+        int64_t k = 0;
+        while (k < n && verify_argmax[static_cast<size_t>(k)] == drafted[static_cast<size_t>(k)]) ++k;
+        // Rejected positions leave both caches (a rewind of at most n: a
+        // sliding window's ring holds it, sequence_state.h).
+        if (!state_.TruncateKv(target_base + 1 + k) ||
+            !draft->state->TruncateKv(std::min<int64_t>(draft->state->n_past, draft_base + 1 + k)))
+          return Internal("speculative decoding: a rewind the caches could not take");
+        if (k == n) draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
+        r.n_drafted += n;
+        r.n_accepted += k;
+        ++r.n_verify;
+        ++r.n_decoded;  // id
+        queued.assign(drafted.begin(), drafted.begin() + k);
+        queued.push_back(verify_argmax[static_cast<size_t>(k)]);
+        queued_at = 0;
+        continue;
+      }
     }
     // Feed the token back.
     STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, std::span<const int32_t>(&id, 1), fo, &logits));
     ++r.n_decoded;
     last = std::span<const float>(logits.data(), n_vocab);
+    if (draft) {  // no room to draft: the target's next token, as a queue of one
+      queued.assign(1, argmax.back());
+      queued_at = 0;
+    }
     if (cb.on_logits) cb.on_logits(last);
     if (stopping) {
       r.stop = eog ? StopReason::kEndOfGeneration : hit ? StopReason::kStopString : StopReason::kTokenLimit;

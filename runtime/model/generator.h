@@ -21,6 +21,21 @@ namespace strata {
 enum class StopReason { kNone, kEndOfGeneration, kStopString, kTokenLimit, kContextFull, kCancelled };
 std::string_view StopReasonName(StopReason r);  // "end-of-generation token", "stop string", ...
 
+// Speculative decoding with a draft model (docs/speculative.md): the draft
+// proposes up to max_draft tokens one at a time, the target checks them in
+// one pass, and the longest prefix it agrees with is kept plus its own next
+// token. Greedy decoding only, and models without recurrent layers: the
+// tokens are those plain greedy decoding gives (a pass's rows do not depend
+// on how many tokens it holds). Where it cannot run, the run goes on without
+// it and GenerateResult::spec_off says why.
+struct DraftModel {
+  const Model* model = nullptr;
+  Backend* backend = nullptr;
+  SequenceState* state = nullptr;  // holds what the target's state holds (the same tokens)
+  Workspace* workspace = nullptr;  // the draft's passes' (null: one per pass)
+  int32_t max_draft = 3;           // tokens drafted per step, 1..16
+};
+
 struct GenerateOptions {
   int32_t n_predict = -1;       // < 0: until another stop condition
   bool ignore_eog = false;      // do not stop at end-of-generation tokens
@@ -34,6 +49,7 @@ struct GenerateOptions {
   Workspace* workspace = nullptr;     // ForwardOptions::workspace (the run's, from the memory plan)
   DeltaNetMode delta_net = DeltaNetMode::kSequential;  // ForwardOptions::delta_net
   OpTimes* decode_op_times = nullptr;  // the decode steps' ForwardOptions::op_times (--bench)
+  const DraftModel* draft = nullptr;   // speculative decoding (above); null: none
 };
 
 struct GenerateResult {
@@ -43,7 +59,11 @@ struct GenerateResult {
   int64_t n_prompt = 0;
   double prompt_seconds = 0;
   double gen_seconds = 0;       // decode time for the generated tokens
-  int64_t n_decoded = 0;        // forward passes of one token
+  int64_t n_decoded = 0;        // generated tokens fed back (one pass each, or in a verification pass)
+  // Speculative decoding: tokens drafted, of them accepted, verification
+  // passes; spec_off: why it did not run although a draft was given.
+  int64_t n_drafted = 0, n_accepted = 0, n_verify = 0;
+  std::string spec_off;
   double prompt_tps() const { return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0; }
   double gen_tps() const { return gen_seconds > 0 ? static_cast<double>(n_decoded) / gen_seconds : 0; }
 };
