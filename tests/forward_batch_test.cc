@@ -17,6 +17,7 @@
 #include "tests/gguf_writer/synthetic_model.h"
 #include "tests/testing/synthetic_pack.h"
 #include "tests/testing/pack_edit.h"
+#include "tests/testing/run_command.h"
 #include "tests/testing/test_data.h"
 #include "tests/testing/test_matrix.h"
 
@@ -363,6 +364,51 @@ TEST(Speculative, ADraftWithAnotherVocabularyIsRefused) {
   auto r2 = g.Generate(prompt, go);
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.status().message().find("--spec-max 17"), std::string::npos) << r2.status().message();
+}
+
+// strata-run --spec draft: the same tokens as without it, the counts line,
+// and each wrong use refused with the reason.
+TEST(Speculative, StrataRunDraftsAndRefusesWhatItCannotDo) {
+  const std::string dir = testing::ScratchDir("speculative_cli");
+  auto target = testing::MakeSyntheticPack(Arch::kQwen3Moe, dir, "t", 5);
+  auto other_vocab = testing::MakeSyntheticPack(Arch::kQwen3Moe, dir, "v", 5, [](testing::SyntheticModelSpec& s) {
+    s.hp.n_vocab -= 8;
+  });
+  ASSERT_TRUE(target.ok() && other_vocab.ok());
+  const std::string t = dir + "/t.strata";
+  const std::vector<std::string> base = {t, "--tokens", "5,9,200,3", "-n", "24", "--temp", "0", "--ignore-eos",
+                                         "--print-ids"};
+  auto plain = testing::RunProgram("strata-run", base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> spec = base;
+  for (const char* a : {"--spec", "draft", "--draft", t.c_str(), "--spec-max", "4"}) spec.push_back(a);
+  auto drafted = testing::RunProgram("strata-run", spec);
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  EXPECT_EQ(drafted.out, plain.out);
+  EXPECT_NE(drafted.err.find("accepted (100.0%)"), std::string::npos) << drafted.err;
+
+  struct Bad {
+    std::vector<std::string> extra;
+    std::string says;
+  };
+  const Bad bad[] = {
+      {{"--spec", "mtp"}, "expected none or draft"},
+      {{"--spec", "draft"}, "--draft PACK"},
+      {{"--draft", t}, "add --spec draft"},
+      {{"--spec", "draft", "--draft", t, "--spec-max", "0"}, "--spec-max 0: expected 1..16"},
+      {{"--spec", "draft", "--draft", dir + "/v.strata"}, "a draft must share the model's tokenizer"},
+      {{"--spec", "draft", "--draft", dir + "/missing.strata"}, "--draft " + dir + "/missing.strata"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), b.extra.begin(), b.extra.end());
+    auto r = testing::RunProgram("strata-run", args);
+    EXPECT_NE(r.exit_code, 0) << b.says;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+  }
+  auto chat = testing::RunProgram("strata-run", {t, "--chat", "--spec", "draft", "--draft", t});
+  EXPECT_NE(chat.exit_code, 0);
+  EXPECT_NE(chat.err.find("do not speculate yet"), std::string::npos) << chat.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, SpeculativeTest,
