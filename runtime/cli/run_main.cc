@@ -632,11 +632,12 @@ int Main(int argc, char** argv) {
   } else if (draft) {
     std::fprintf(stderr,
                  "strata-run: speculation: %lld tokens drafted, %lld accepted (%.1f%%), %lld verification passes, "
-                 "%.2f tokens a pass\n",
+                 "%.2f tokens a pass, %lld passes run again (recurrent state)\n",
                  static_cast<long long>(r->n_drafted), static_cast<long long>(r->n_accepted),
                  r->n_drafted ? 100.0 * static_cast<double>(r->n_accepted) / static_cast<double>(r->n_drafted) : 0.0,
                  static_cast<long long>(r->n_verify),
-                 r->n_verify ? static_cast<double>(r->n_accepted + r->n_verify) / static_cast<double>(r->n_verify) : 0.0);
+                 r->n_verify ? static_cast<double>(r->n_accepted + r->n_verify) / static_cast<double>(r->n_verify) : 0.0,
+                 static_cast<long long>(r->n_replayed));
   }
   return finish(kExitOk);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/base/strings.h"
@@ -122,19 +123,12 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
                                        draft->model->hp().n_vocab, n_vocab));
     if (draft->state->n_past != state_.n_past - r.n_prompt)
       return Internal("speculative decoding: the draft's state does not hold what the target's holds");
-    auto recurrent = [](const HParams& hp) {
-      for (uint32_t il = 0; il < hp.n_layer; ++il)
-        if (hp.IsRecurrentLayer(il)) return true;
-      return false;
-    };
     if (!o.sampling.IsPlainArgmax())
       r.spec_off = "sampling (temperature, penalties or a bias): speculation runs greedy decoding only";
     else if (cb.on_logits)
       r.spec_off = "every row's logits are written: speculation runs without them";
     else if (o.feed_last)
       r.spec_off = "the last token is fed back: speculation runs without it";
-    else if (recurrent(model_.hp()) || recurrent(draft->model->hp()))
-      r.spec_off = "a model with gated delta-net layers: rolling back their recurrent state is not implemented";
     if (!r.spec_off.empty()) {
       draft = nullptr;
     } else {  // the draft reads the prompt too
@@ -174,6 +168,31 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     dfo.argmax = &argmax;  // the draft's greedy choice (its logits are not read)
   }
   std::vector<float> dlogits;
+  // Gated delta-net layers cannot drop positions: each side keeps a copy of
+  // its recurrent state from before a step's passes, and after a rejection
+  // goes back to it and runs the kept tokens again (one pass, sequential
+  // delta rule: the bits of having run them one at a time). One copy each
+  // for the run, made here.
+  auto recurrent = [](const HParams& hp) {
+    for (uint32_t il = 0; il < hp.n_layer; ++il)
+      if (hp.IsRecurrentLayer(il)) return true;
+    return false;
+  };
+  std::optional<SequenceState> target_snap, draft_snap;
+  if (draft && recurrent(model_.hp())) {
+    auto st = SequenceState::Create(backend_, model_.hp(), 0, state_.kv_type);
+    if (!st.ok()) return st.status().WithContext("speculative decoding's copy of the recurrent state");
+    target_snap.emplace(std::move(*st));
+  }
+  if (draft && recurrent(draft->model->hp())) {
+    auto st = SequenceState::Create(*draft->backend, draft->model->hp(), 0, draft->state->kv_type);
+    if (!st.ok()) return st.status().WithContext("speculative decoding's copy of the draft's recurrent state");
+    draft_snap.emplace(std::move(*st));
+  }
+  if (draft) {
+    fo.delta_net = DeltaNetMode::kSequential;  // decode steps and verification passes: batch-invariant
+    dfo.delta_net = DeltaNetMode::kSequential;
+  }
   auto t1 = std::chrono::steady_clock::now();
   while (true) {
     if (o.n_predict >= 0 && static_cast<int64_t>(r.tokens.size()) >= o.n_predict) {
@@ -227,6 +246,9 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         const int64_t target_base = state_.n_past;
         const int64_t draft_base = draft->state->n_past + static_cast<int64_t>(draft_pending.size()) - 1;  // id's
         drafted.clear();
+        if (draft_snap) STRATA_RETURN_IF_ERROR(draft->backend->CopyRecurrent(*draft->state, *draft_snap));
+        const int64_t draft_snap_at = draft->state->n_past;
+        const std::vector<int32_t> draft_read = draft_pending;  // what the draft reads before its drafts
         std::span<const int32_t> feed(draft_pending);
         for (int64_t i = 0; i < n; ++i) {
           STRATA_RETURN_IF_ERROR(
@@ -242,21 +264,44 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         vfo.all_logits = true;
         vfo.argmax = &verify_argmax;
         vfo.op_times = nullptr;
+        if (target_snap) STRATA_RETURN_IF_ERROR(backend_.CopyRecurrent(state_, *target_snap));
         STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, verify, vfo, &logits));
         int64_t k = 0;
         while (k < n && verify_argmax[static_cast<size_t>(k)] == drafted[static_cast<size_t>(k)]) ++k;
+        const int32_t next = verify_argmax[static_cast<size_t>(k)];  // the model's own token after them
         // Rejected positions leave both caches (a rewind of at most n: a
         // sliding window's ring holds it, sequence_state.h).
         if (!state_.TruncateKv(target_base + 1 + k) ||
             !draft->state->TruncateKv(std::min<int64_t>(draft->state->n_past, draft_base + 1 + k)))
           return Internal("speculative decoding: a rewind the caches could not take");
+        if (target_snap && k < n) {  // back to before the pass, then [id, d1 .. dk] again
+          STRATA_RETURN_IF_ERROR(backend_.CopyRecurrent(*target_snap, state_));
+          if (!state_.TruncateKv(target_base)) return Internal("speculative decoding: a rewind the cache could not take");
+          ForwardOptions rfo = fo;
+          rfo.argmax = &verify_argmax;  // (its rows are the ones already read)
+          rfo.op_times = nullptr;
+          STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_,
+                                         std::span<const int32_t>(verify).first(static_cast<size_t>(k) + 1), rfo,
+                                         &logits));
+          verify_argmax.assign(1, 0);  // not read again
+          ++r.n_replayed;
+        }
+        if (draft_snap && k + 1 < n) {  // the draft read d1 .. d(n-1): back, then what it keeps
+          STRATA_RETURN_IF_ERROR(draft->backend->CopyRecurrent(*draft_snap, *draft->state));
+          if (!draft->state->TruncateKv(draft_snap_at))
+            return Internal("speculative decoding: a rewind the draft's cache could not take");
+          std::vector<int32_t> keep = draft_read;
+          keep.insert(keep.end(), drafted.begin(), drafted.begin() + k);
+          STRATA_RETURN_IF_ERROR(
+              Forward(*draft->model, *draft->backend, *draft->state, keep, dfo, &dlogits).WithContext("the draft model"));
+        }
         if (k == n) draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
         r.n_drafted += n;
         r.n_accepted += k;
         ++r.n_verify;
         ++r.n_decoded;  // id
         queued.assign(drafted.begin(), drafted.begin() + k);
-        queued.push_back(verify_argmax[static_cast<size_t>(k)]);
+        queued.push_back(next);
         queued_at = 0;
         continue;
       }

@@ -24,9 +24,9 @@ std::string_view StopReasonName(StopReason r);  // "end-of-generation token", "s
 // Speculative decoding with a draft model (docs/speculative.md): the draft
 // proposes up to max_draft tokens one at a time, the target checks them in
 // one pass, and the longest prefix it agrees with is kept plus its own next
-// token. Greedy decoding only, and models without recurrent layers: the
-// tokens are those plain greedy decoding gives (a pass's rows do not depend
-// on how many tokens it holds). Where it cannot run, the run goes on without
+// token. Greedy decoding only: the tokens are those plain greedy decoding
+// gives (a pass's rows do not depend on how many tokens it holds; gated
+// delta-net layers run their sequential form). Where it cannot run, the run goes on without
 // it and GenerateResult::spec_off says why.
 struct DraftModel {
   const Model* model = nullptr;
@@ -62,7 +62,8 @@ struct GenerateResult {
   int64_t n_decoded = 0;        // generated tokens fed back (one pass each, or in a verification pass)
   // Speculative decoding: tokens drafted, of them accepted, verification
   // passes; spec_off: why it did not run although a draft was given.
-  int64_t n_drafted = 0, n_accepted = 0, n_verify = 0;
+  // n_replayed: passes run again after a rejection (gated delta-net models).
+  int64_t n_drafted = 0, n_accepted = 0, n_verify = 0, n_replayed = 0;
   std::string spec_off;
   double prompt_tps() const { return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0; }
   double gen_tps() const { return gen_seconds > 0 ? static_cast<double>(n_decoded) / gen_seconds : 0; }
