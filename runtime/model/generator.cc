@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_map>
 
 #include "runtime/base/checked_alloc.h"
 #include "runtime/base/strings.h"
@@ -123,9 +124,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
                                        draft->model->hp().n_vocab, n_vocab));
     if (draft->state->n_past != state_.n_past - r.n_prompt)
       return Internal("speculative decoding: the draft's state does not hold what the target's holds");
-    if (!o.sampling.IsPlainArgmax())
-      r.spec_off = "sampling (temperature, penalties or a bias): speculation runs greedy decoding only";
-    else if (cb.on_logits)
+    if (cb.on_logits)
       r.spec_off = "every row's logits are written: speculation runs without them";
     else if (o.feed_last)
       r.spec_off = "the last token is fed back: speculation runs without it";
@@ -165,8 +164,21 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   ForwardOptions dfo;
   if (draft) {
     dfo.workspace = draft->workspace;
-    dfo.argmax = &argmax;  // the draft's greedy choice (its logits are not read)
+    // Greedy: the draft's argmax (its logits are not read); sampling: its
+    // logits, for the distribution its token is drawn from.
+    dfo.argmax = argmax_only ? &argmax : nullptr;
   }
+  // Speculative sampling (temperature, penalties): the draft draws from its
+  // own distribution with a generator of its own; the model accepts a draft
+  // with probability min(1, p/q) and on a rejection draws from the residual
+  // max(0, p - q), so its tokens follow the model's distribution.
+  SamplingParams draft_params = draft && draft->sampling ? *draft->sampling : o.sampling;
+  draft_params.seed = o.sampling.seed ^ 0x9E3779B97F4A7C15ull;
+  Sampler draft_sampler(draft_params);
+  std::vector<Sampler::Weighted> qs;  // each draft's distribution, normalized
+  Sampler::Weighted pdist, residual;
+  std::vector<int32_t> history;
+  std::unordered_map<int32_t, double> q_of;
   std::vector<float> dlogits;
   // Gated delta-net layers cannot drop positions: each side keeps a copy of
   // its recurrent state from before a step's passes, and after a rejection
@@ -250,10 +262,23 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         const int64_t draft_snap_at = draft->state->n_past;
         const std::vector<int32_t> draft_read = draft_pending;  // what the draft reads before its drafts
         std::span<const int32_t> feed(draft_pending);
+        history.assign(r.tokens.begin(), r.tokens.end());  // the penalties' history at each position
+        qs.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           STRATA_RETURN_IF_ERROR(
               Forward(*draft->model, *draft->backend, *draft->state, feed, dfo, &dlogits).WithContext("the draft model"));
-          drafted.push_back(argmax.back());
+          int32_t d;
+          if (argmax_only) {
+            d = argmax.back();
+          } else {
+            Sampler::Weighted& q = qs[static_cast<size_t>(i)];
+            const double total = draft_sampler.Distribution(dlogits, history, nullptr, &q);
+            d = draft_sampler.Draw(q, total);
+            if (d < 0) return InvalidArgument("the logit bias bans every token of the vocabulary");
+            for (auto& e : q) e.second /= total;
+          }
+          drafted.push_back(d);
+          history.push_back(d);
           feed = std::span<const int32_t>(&drafted.back(), 1);
         }
         draft_pending.clear();
@@ -262,13 +287,52 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         verify.insert(verify.end(), drafted.begin(), drafted.end());
         ForwardOptions vfo = fo;
         vfo.all_logits = true;
-        vfo.argmax = &verify_argmax;
+        vfo.argmax = argmax_only ? &verify_argmax : nullptr;
         vfo.op_times = nullptr;
         if (target_snap) STRATA_RETURN_IF_ERROR(backend_.CopyRecurrent(state_, *target_snap));
         STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, verify, vfo, &logits));
         int64_t k = 0;
-        while (k < n && verify_argmax[static_cast<size_t>(k)] == drafted[static_cast<size_t>(k)]) ++k;
-        const int32_t next = verify_argmax[static_cast<size_t>(k)];  // the model's own token after them
+        int32_t next = -1;  // the model's own token after the accepted drafts
+        if (argmax_only) {
+          while (k < n && verify_argmax[static_cast<size_t>(k)] == drafted[static_cast<size_t>(k)]) ++k;
+          next = verify_argmax[static_cast<size_t>(k)];
+        } else {
+          history.assign(r.tokens.begin(), r.tokens.end());
+          auto row = [&](int64_t i) { return std::span<const float>(logits.data() + i * n_vocab, n_vocab); };
+          for (; k < n; ++k) {
+            const int32_t d = drafted[static_cast<size_t>(k)];
+            const double ptotal = sampler.Distribution(row(k), history, nullptr, &pdist);
+            if (ptotal <= 0) return InvalidArgument("the logit bias bans every token of the vocabulary");
+            q_of.clear();
+            for (const auto& [qid, qp] : qs[static_cast<size_t>(k)]) q_of[qid] = qp;
+            double p_d = 0;
+            for (const auto& [pid, w] : pdist)
+              if (pid == d) p_d = w / ptotal;
+            const double q_d = q_of[d];  // > 0: d was drawn from q
+            if (sampler.Uniform() < std::min(1.0, p_d / q_d)) {
+              history.push_back(d);
+              continue;
+            }
+            // Rejected: a draw from max(0, p - q), normalized.
+            residual.clear();
+            double rtotal = 0;
+            for (const auto& [pid, w] : pdist) {
+              auto it = q_of.find(pid);
+              const double v = w / ptotal - (it == q_of.end() ? 0.0 : it->second);
+              if (v > 0) {
+                residual.emplace_back(pid, v);
+                rtotal += v;
+              }
+            }
+            next = rtotal > 0 ? sampler.Draw(residual, rtotal) : sampler.Draw(pdist, ptotal);
+            break;
+          }
+          if (k == n) {  // every draft accepted: the model's own draw after them
+            const double ptotal = sampler.Distribution(row(n), history, nullptr, &pdist);
+            next = sampler.Draw(pdist, ptotal);
+            if (next < 0) return InvalidArgument("the logit bias bans every token of the vocabulary");
+          }
+        }
         // Rejected positions leave both caches (a rewind of at most n: a
         // sliding window's ring holds it, sequence_state.h).
         if (!state_.TruncateKv(target_base + 1 + k) ||
@@ -311,7 +375,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     ++r.n_decoded;
     last = std::span<const float>(logits.data(), n_vocab);
     if (draft) {  // no room to draft: the target's next token, as a queue of one
-      queued.assign(1, argmax.back());
+      queued.assign(1, argmax_only ? argmax.back() : sampler.Sample(last, r.tokens));
       queued_at = 0;
     }
     if (cb.on_logits) cb.on_logits(last);

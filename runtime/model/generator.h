@@ -34,6 +34,9 @@ struct DraftModel {
   SequenceState* state = nullptr;  // holds what the target's state holds (the same tokens)
   Workspace* workspace = nullptr;  // the draft's passes' (null: one per pass)
   int32_t max_draft = 3;           // tokens drafted per step, 1..16
+  // The draft's own sampling when the run samples (a lower temperature, say);
+  // null: the run's. Its seed is derived from the run's either way.
+  const SamplingParams* sampling = nullptr;
 };
 
 struct GenerateOptions {

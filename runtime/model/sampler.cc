@@ -98,8 +98,9 @@ std::vector<Sampler::Logprob> Sampler::TopLogprobs(std::span<const float> logits
   return best;
 }
 
-int32_t Sampler::Sample(std::span<const float> model_logits, std::span<const int32_t> history,
-                        const uint64_t* allowed) {
+double Sampler::Distribution(std::span<const float> model_logits, std::span<const int32_t> history,
+                             const uint64_t* allowed, Weighted* out) {
+  out->clear();
   std::span<const float> logits = model_logits;
   if (!p_.logit_bias.empty()) {
     biased_.assign(model_logits.begin(), model_logits.end());
@@ -126,24 +127,27 @@ int32_t Sampler::Sample(std::span<const float> model_logits, std::span<const int
     return l - static_cast<float>(it->second) * p_.frequency_penalty - p_.presence_penalty;
   };
   if (p_.temperature <= 0) {
-    if (!penalties && !allowed) {
-      const int32_t best = Argmax(logits);
-      return logits.empty() || logits[static_cast<size_t>(best)] == kBanned ? -1 : best;
-    }
     int32_t best = -1;
-    float bv = 0;
-    for (size_t i = 0; i < logits.size(); ++i) {
-      if (!ok(i)) continue;
-      float v = adjusted(static_cast<int32_t>(i));
-      if (best < 0 || v > bv) bv = v, best = static_cast<int32_t>(i);
+    if (!penalties && !allowed) {
+      best = Argmax(logits);
+      if (logits.empty() || logits[static_cast<size_t>(best)] == kBanned) best = -1;
+    } else {
+      float bv = 0;
+      for (size_t i = 0; i < logits.size(); ++i) {
+        if (!ok(i)) continue;
+        float v = adjusted(static_cast<int32_t>(i));
+        if (best < 0 || v > bv) bv = v, best = static_cast<int32_t>(i);
+      }
     }
-    return best;
+    if (best < 0) return 0;
+    out->emplace_back(best, 1.0);
+    return 1.0;
   }
   cand_.clear();
   cand_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i)
     if (ok(i)) cand_.emplace_back(adjusted(static_cast<int32_t>(i)), static_cast<int32_t>(i));
-  if (cand_.empty()) return -1;
+  if (cand_.empty()) return 0;
   auto by_logit = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
   size_t n = cand_.size();
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
@@ -171,19 +175,37 @@ int32_t Sampler::Sample(std::span<const float> model_logits, std::span<const int
     while (keep < n && prob[keep] >= static_cast<double>(p_.min_p) * prob[0]) ++keep;  // prob[0] is the max
     n = keep;
   }
-  // Temperature, then draw.
-  std::vector<double> w(n);
+  // Temperature.
+  out->resize(n);
   double total = 0;
-  for (size_t i = 0; i < n; ++i)
-    total += (w[i] = std::exp(static_cast<double>(cand_[i].first - cand_[0].first) / static_cast<double>(p_.temperature)));
-  // A uniform double in [0, total) from the top 53 bits: the same on every
-  // platform (std::uniform_real_distribution is not).
-  double r = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total, acc = 0;
   for (size_t i = 0; i < n; ++i) {
-    acc += w[i];
-    if (r < acc) return cand_[i].second;
+    const double w = std::exp(static_cast<double>(cand_[i].first - cand_[0].first) / static_cast<double>(p_.temperature));
+    (*out)[i] = {cand_[i].second, w};
+    total += w;
   }
-  return cand_[n - 1].second;
+  return total;
+}
+
+int32_t Sampler::Draw(const Weighted& dist, double total) {
+  if (dist.empty()) return -1;
+  // A uniform double in [0, total): the same on every platform
+  // (std::uniform_real_distribution is not).
+  const double r = Uniform() * total;
+  double acc = 0;
+  for (const auto& [id, w] : dist) {
+    acc += w;
+    if (r < acc) return id;
+  }
+  return dist.back().first;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed) {
+  if (p_.temperature <= 0) {
+    const double total = Distribution(logits, history, allowed, &dist_);
+    return total > 0 ? dist_[0].first : -1;
+  }
+  const double total = Distribution(logits, history, allowed, &dist_);
+  return total > 0 ? Draw(dist_, total) : -1;
 }
 
 }  // namespace strata

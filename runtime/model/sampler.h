@@ -53,6 +53,20 @@ class Sampler {
   int32_t Sample(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed = nullptr);
   static int32_t Argmax(std::span<const float> logits);
 
+  // The distribution Sample draws from, for speculative sampling: the
+  // candidates after the penalties, top-k, top-p, min-p and temperature, as
+  // (id, weight) in Sample's order, weights not normalized; returns their
+  // sum (0: no candidate). With temperature <= 0, the one token Sample
+  // picks, weight 1.
+  using Weighted = std::vector<std::pair<int32_t, double>>;
+  double Distribution(std::span<const float> logits, std::span<const int32_t> history, const uint64_t* allowed,
+                      Weighted* out);
+  // A uniform double in [0, 1) from the top 53 bits of one draw of the
+  // seeded generator (the same on every platform).
+  double Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+  // A draw from `dist` (total: its weights' sum) with one Uniform().
+  int32_t Draw(const Weighted& dist, double total);
+
   // log p(token) under softmax(logits), the model's own distribution (before
   // penalties, truncation and temperature), for `chosen` and the `top` most
   // likely tokens, most likely first (ties to the lower id).
@@ -68,6 +82,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;
   std::vector<float> biased_;  // the logits with logit_bias added
+  Weighted dist_;              // Sample's distribution
 };
 
 }  // namespace strata
