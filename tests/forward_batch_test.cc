@@ -290,6 +290,7 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
         d.backend = dbe;
         d.state = &*dst;
         d.max_draft = max_draft;
+        d.adaptive = false;  // every step drafts max_draft: each draft length is exercised
         go.draft = &d;
       }
       Generator g(m, *tb->backend, *st, nullptr);
@@ -430,6 +431,7 @@ TEST(Speculative, SamplingFollowsTheModelsDistribution) {
       d.state = &*dst;
       d.max_draft = 2;
       d.sampling = &draft_sp;
+      d.adaptive = false;  // the same draws every run
       GenerateOptions go;
       go.n_predict = 4;  // t1 from the prompt, t2 and t3 from a step of two drafts
       go.sampling = sp;
@@ -468,6 +470,47 @@ TEST(Speculative, SamplingFollowsTheModelsDistribution) {
   EXPECT_GT(accepted, kRuns / 10) << "acceptance must be exercised";
 }
 
+// Adaptive drafting: a draft that is almost never right (another seed's
+// model) stops drafting after its first step and only probes now and then,
+// whatever the measured times (no n can pay when nothing is accepted); the
+// tokens stay plain decoding's.
+TEST(Speculative, AdaptiveDraftingStopsWhenDraftsAreRejected) {
+  const std::string dir = testing::ScratchDir("speculative_adaptive");
+  auto target = testing::MakeSyntheticPack(Arch::kLlama, dir, "t", 5);
+  auto other = testing::MakeSyntheticPack(Arch::kLlama, dir, "o", 6);
+  ASSERT_TRUE(target.ok() && other.ok());
+  BackendOptions bo;
+  bo.kind = "cpu";
+  bo.threads = 1;
+  auto tb = MakeBackend(*target->model, bo), db = MakeBackend(*other->model, bo);
+  ASSERT_TRUE(tb.ok() && db.ok());
+  auto run = [&](bool speculate) {
+    auto st = SequenceState::Create(*tb->backend, target->model->hp(), 256);
+    auto dst = SequenceState::Create(*db->backend, other->model->hp(), 256);
+    EXPECT_TRUE(st.ok() && dst.ok());
+    DraftModel d;
+    d.model = other->model.get();
+    d.backend = db->backend.get();
+    d.state = &*dst;
+    d.max_draft = 4;
+    GenerateOptions go;
+    go.n_predict = 200;
+    go.sampling.temperature = 0.0f;
+    if (speculate) go.draft = &d;
+    Generator g(*target->model, *tb->backend, *st, nullptr);
+    auto r = g.Generate(std::vector<int32_t>{5, 9, 200, 3}, go);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : GenerateResult{};
+  };
+  const GenerateResult plain = run(false), spec = run(true);
+  EXPECT_EQ(spec.tokens, plain.tokens);
+  std::printf("200 tokens: %lld drafted, %lld accepted, %lld steps without drafts\n",
+              static_cast<long long>(spec.n_drafted), static_cast<long long>(spec.n_accepted),
+              static_cast<long long>(spec.n_undrafted));
+  EXPECT_LE(spec.n_drafted, 10);
+  EXPECT_GE(spec.n_undrafted, 150);
+}
+
 // strata-run --spec draft: the same tokens as without it, the counts line,
 // and each wrong use refused with the reason.
 TEST(Speculative, StrataRunDraftsAndRefusesWhatItCannotDo) {
@@ -483,7 +526,7 @@ TEST(Speculative, StrataRunDraftsAndRefusesWhatItCannotDo) {
   auto plain = testing::RunProgram("strata-run", base);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   std::vector<std::string> spec = base;
-  for (const char* a : {"--spec", "draft", "--draft", t.c_str(), "--spec-max", "4"}) spec.push_back(a);
+  for (const char* a : {"--spec", "draft", "--draft", t.c_str(), "--spec-max", "4", "--spec-fixed"}) spec.push_back(a);
   auto drafted = testing::RunProgram("strata-run", spec);
   ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
   EXPECT_EQ(drafted.out, plain.out);

@@ -140,6 +140,7 @@ Result<std::unique_ptr<LoadedDraft>> LoadDraft(const RunOptions& o, const LoadOp
   d->draft.state = &d->state;
   d->draft.workspace = &d->workspace;
   d->draft.max_draft = o.spec_max;
+  d->draft.adaptive = !o.spec_fixed;
   return d;
 }
 
@@ -632,12 +633,13 @@ int Main(int argc, char** argv) {
   } else if (draft) {
     std::fprintf(stderr,
                  "strata-run: speculation: %lld tokens drafted, %lld accepted (%.1f%%), %lld verification passes, "
-                 "%.2f tokens a pass, %lld passes run again (recurrent state)\n",
+                 "%.2f tokens a pass, %lld passes run again (recurrent state), %lld steps without drafts (not "
+                 "expected to pay)\n",
                  static_cast<long long>(r->n_drafted), static_cast<long long>(r->n_accepted),
                  r->n_drafted ? 100.0 * static_cast<double>(r->n_accepted) / static_cast<double>(r->n_drafted) : 0.0,
                  static_cast<long long>(r->n_verify),
                  r->n_verify ? static_cast<double>(r->n_accepted + r->n_verify) / static_cast<double>(r->n_verify) : 0.0,
-                 static_cast<long long>(r->n_replayed));
+                 static_cast<long long>(r->n_replayed), static_cast<long long>(r->n_undrafted));
   }
   return finish(kExitOk);
 }

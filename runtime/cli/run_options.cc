@@ -39,7 +39,10 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
                  "speculative decoding: none (default), or draft (a draft model, --draft PACK, proposes tokens the "
                  "model checks in one pass; greedy decoding, the tokens plain decoding gives; docs/speculative.md)");
   app.add_option("--draft", o.draft, "the draft model's pack for --spec draft (its tokenizer must be the model's)");
-  app.add_option("--spec-max", o.spec_max, "tokens the draft proposes per step, 1..16 (default 3)");
+  app.add_option("--spec-max", o.spec_max,
+                 "the most tokens the draft proposes per step, 1..16 (default 3); each step drafts what the measured "
+                 "acceptance and costs make pay, none when nothing does");
+  app.add_flag("--spec-fixed", o.spec_fixed, "always draft --spec-max tokens (no adaptive rule)");
   // "auto (...), cpu (what it is), reference (...) ...": the backend table
   std::string kinds = "auto (default: a GPU whose device opens and whose memory holds the run, else cpu)";
   const std::span<const BackendKind> table = BackendKinds();

@@ -60,6 +60,7 @@ struct RunOptions {
   std::string spec = "none";  // --spec none|draft (mtp: not yet)
   std::string draft;          // --draft PACK
   int spec_max = 3;           // --spec-max N
+  bool spec_fixed = false;    // --spec-fixed: always --spec-max drafts (no adaptive rule)
 
   // Checks every option and fills the parsed forms below.
   Status Validate();

@@ -55,6 +55,49 @@ class StopMatcher {
   std::string pending_;
 };
 
+// Adaptive drafting: each step drafts the n that maximizes the expected
+// speed-up, from the acceptance measured so far and the measured costs, or
+// none when no n is expected to pay. A step of n drafts yields
+// E(n) = 1 + a + ... + a^n tokens (a: the chance a draft is accepted, the
+// ratio of accepted drafts to accepted drafts plus rejections, decayed per
+// step), at n draft passes and a verification pass of n + 1 tokens, against
+// E(n) plain steps. Not drafting, it probes with one draft after 16 steps,
+// then 32, ... up to 256 (a model that accepts almost nothing pays that
+// alone), and drafts again when a probe is accepted.
+struct DraftAdapt {
+  double acc = 0, rej = 0;        // decayed counts: accepted drafts, rejections
+  double t1 = 0, td = 0, tx = 0;  // seconds: a plain step, a draft pass, a verification pass's extra per draft
+  bool plain_seen = false, draft_seen = false;
+  int64_t skipped = 0, probe_every = 16;
+  static void Ema(double& v, double x) { v = v == 0 ? x : 0.8 * v + 0.2 * x; }
+  int64_t Choose(int64_t max) {
+    if (!plain_seen) return 0;  // measure a plain step first
+    if (!draft_seen) return 1;  // then one draft
+    const double a = std::min(acc + rej > 0 ? acc / (acc + rej) : 0.0, 0.999);
+    int64_t best = 0;
+    double best_gain = 1.0, e = 1, an = 1;
+    for (int64_t n = 1; n <= max; ++n) {
+      an *= a;
+      e += an;
+      const double gain = e * t1 / (t1 + static_cast<double>(n) * (td + tx));
+      if (gain > best_gain) best_gain = gain, best = n;
+    }
+    if (best > 0) {
+      skipped = 0;
+      return best;
+    }
+    if (++skipped < probe_every) return 0;
+    skipped = 0;
+    probe_every = std::min<int64_t>(probe_every * 2, 256);
+    return 1;
+  }
+  void Step(int64_t n, int64_t k) {
+    acc = 0.9 * acc + static_cast<double>(k);
+    rej = 0.9 * rej + (k < n ? 1.0 : 0.0);
+    if (k > 0) probe_every = 16;
+  }
+};
+
 }  // namespace
 
 std::string_view StopReasonName(StopReason r) {
@@ -179,6 +222,8 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   Sampler::Weighted pdist, residual;
   std::vector<int32_t> history;
   std::unordered_map<int32_t, double> q_of;
+  DraftAdapt adapt;
+  std::vector<int32_t> dargmax;
   std::vector<float> dlogits;
   // Gated delta-net layers cannot drop positions: each side keeps a copy of
   // its recurrent state from before a step's passes, and after a rejection
@@ -251,9 +296,24 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       n = std::min<int64_t>(n, state_.MaxPassTokens(hp) - 1);
       n = std::min<int64_t>(n, draft->state->MaxPassTokens(draft->model->hp()) - 1);
       if (o.n_predict >= 0) n = std::min<int64_t>(n, o.n_predict - static_cast<int64_t>(r.tokens.size()) - 1);
+      if (n > 0 && draft->adaptive) {
+        n = std::min(n, adapt.Choose(n));
+        if (n == 0) ++r.n_undrafted;
+      }
       queued.clear();
       queued_at = 0;
       draft_pending.push_back(id);
+      // Steps without drafts leave tokens the draft has not read: it reads
+      // them in one pass before they outgrow a pass.
+      const int64_t catch_up =
+          std::min<int64_t>(batch, draft->state->MaxPassTokens(draft->model->hp()) - 1 - draft->max_draft);
+      if (n == 0 && static_cast<int64_t>(draft_pending.size()) >= std::max<int64_t>(catch_up, 1)) {
+        ForwardOptions cfo = dfo;
+        cfo.argmax = &dargmax;
+        STRATA_RETURN_IF_ERROR(Forward(*draft->model, *draft->backend, *draft->state, draft_pending, cfo, &dlogits)
+                                   .WithContext("the draft model"));
+        draft_pending.clear();
+      }
       if (n > 0) {
         const int64_t target_base = state_.n_past;
         const int64_t draft_base = draft->state->n_past + static_cast<int64_t>(draft_pending.size()) - 1;  // id's
@@ -265,8 +325,10 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         history.assign(r.tokens.begin(), r.tokens.end());  // the penalties' history at each position
         qs.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
+          const auto td0 = std::chrono::steady_clock::now();
           STRATA_RETURN_IF_ERROR(
               Forward(*draft->model, *draft->backend, *draft->state, feed, dfo, &dlogits).WithContext("the draft model"));
+          if (feed.size() == 1) DraftAdapt::Ema(adapt.td, Since(td0));
           int32_t d;
           if (argmax_only) {
             d = argmax.back();
@@ -290,7 +352,9 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         vfo.argmax = argmax_only ? &verify_argmax : nullptr;
         vfo.op_times = nullptr;
         if (target_snap) STRATA_RETURN_IF_ERROR(backend_.CopyRecurrent(state_, *target_snap));
+        const auto tv0 = std::chrono::steady_clock::now();
         STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, verify, vfo, &logits));
+        if (adapt.t1 > 0) DraftAdapt::Ema(adapt.tx, std::max(0.0, (Since(tv0) - adapt.t1) / static_cast<double>(n)));
         int64_t k = 0;
         int32_t next = -1;  // the model's own token after the accepted drafts
         if (argmax_only) {
@@ -362,6 +426,8 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         if (k == n) draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
         r.n_drafted += n;
         r.n_accepted += k;
+        adapt.Step(n, k);
+        adapt.draft_seen = true;
         ++r.n_verify;
         ++r.n_decoded;  // id
         queued.assign(drafted.begin(), drafted.begin() + k);
@@ -371,7 +437,12 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       }
     }
     // Feed the token back.
+    const auto t_step = std::chrono::steady_clock::now();
     STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, std::span<const int32_t>(&id, 1), fo, &logits));
+    if (draft) {
+      DraftAdapt::Ema(adapt.t1, Since(t_step));
+      adapt.plain_seen = true;
+    }
     ++r.n_decoded;
     last = std::span<const float>(logits.data(), n_vocab);
     if (draft) {  // no room to draft: the target's next token, as a queue of one

@@ -37,6 +37,10 @@ struct DraftModel {
   // The draft's own sampling when the run samples (a lower temperature, say);
   // null: the run's. Its seed is derived from the run's either way.
   const SamplingParams* sampling = nullptr;
+  // Draft as many tokens as the measured acceptance and costs make pay, up
+  // to max_draft, none when none pays (generator.cc, DraftAdapt); false:
+  // always max_draft (tests that need the same draws every run).
+  bool adaptive = true;
 };
 
 struct GenerateOptions {
@@ -66,7 +70,8 @@ struct GenerateResult {
   // Speculative decoding: tokens drafted, of them accepted, verification
   // passes; spec_off: why it did not run although a draft was given.
   // n_replayed: passes run again after a rejection (gated delta-net models).
-  int64_t n_drafted = 0, n_accepted = 0, n_verify = 0, n_replayed = 0;
+  // n_undrafted: steps the adaptive rule ran without drafts.
+  int64_t n_drafted = 0, n_accepted = 0, n_verify = 0, n_replayed = 0, n_undrafted = 0;
   std::string spec_off;
   double prompt_tps() const { return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0; }
   double gen_tps() const { return gen_seconds > 0 ? static_cast<double>(n_decoded) / gen_seconds : 0; }
