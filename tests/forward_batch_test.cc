@@ -472,8 +472,8 @@ TEST(Speculative, SamplingFollowsTheModelsDistribution) {
 
 // Adaptive drafting: a draft that is almost never right (another seed's
 // model) stops drafting after its first step and only probes now and then,
-// whatever the measured times (no n can pay when nothing is accepted); the
-// tokens stay plain decoding's.
+// whatever the measured times (no n can pay when nothing is accepted), then
+// stops altogether; the tokens stay plain decoding's.
 TEST(Speculative, AdaptiveDraftingStopsWhenDraftsAreRejected) {
   const std::string dir = testing::ScratchDir("speculative_adaptive");
   auto target = testing::MakeSyntheticPack(Arch::kLlama, dir, "t", 5);
@@ -485,8 +485,8 @@ TEST(Speculative, AdaptiveDraftingStopsWhenDraftsAreRejected) {
   auto tb = MakeBackend(*target->model, bo), db = MakeBackend(*other->model, bo);
   ASSERT_TRUE(tb.ok() && db.ok());
   auto run = [&](bool speculate) {
-    auto st = SequenceState::Create(*tb->backend, target->model->hp(), 256);
-    auto dst = SequenceState::Create(*db->backend, other->model->hp(), 256);
+    auto st = SequenceState::Create(*tb->backend, target->model->hp(), 1024);
+    auto dst = SequenceState::Create(*db->backend, other->model->hp(), 1024);
     EXPECT_TRUE(st.ok() && dst.ok());
     DraftModel d;
     d.model = other->model.get();
@@ -494,7 +494,7 @@ TEST(Speculative, AdaptiveDraftingStopsWhenDraftsAreRejected) {
     d.state = &*dst;
     d.max_draft = 4;
     GenerateOptions go;
-    go.n_predict = 200;
+    go.n_predict = 700;
     go.sampling.temperature = 0.0f;
     if (speculate) go.draft = &d;
     Generator g(*target->model, *tb->backend, *st, nullptr);
@@ -504,11 +504,15 @@ TEST(Speculative, AdaptiveDraftingStopsWhenDraftsAreRejected) {
   };
   const GenerateResult plain = run(false), spec = run(true);
   EXPECT_EQ(spec.tokens, plain.tokens);
-  std::printf("200 tokens: %lld drafted, %lld accepted, %lld steps without drafts\n",
+  std::printf("700 tokens: %lld drafted, %lld accepted, %lld steps without drafts, stopped after %lld\n",
               static_cast<long long>(spec.n_drafted), static_cast<long long>(spec.n_accepted),
-              static_cast<long long>(spec.n_undrafted));
+              static_cast<long long>(spec.n_undrafted), static_cast<long long>(spec.spec_stopped_at));
   EXPECT_LE(spec.n_drafted, 10);
-  EXPECT_GE(spec.n_undrafted, 150);
+  EXPECT_GE(spec.n_undrafted, 450);
+  // Probes after 16, 32, ..., 256 steps, all refused: it stops (it no longer
+  // reads every token) after about 500 + 16 tokens.
+  EXPECT_GT(spec.spec_stopped_at, 400);
+  EXPECT_LT(spec.spec_stopped_at, 600);
 }
 
 // strata-run --spec draft: the same tokens as without it, the counts line,

@@ -640,6 +640,9 @@ int Main(int argc, char** argv) {
                  static_cast<long long>(r->n_verify),
                  r->n_verify ? static_cast<double>(r->n_accepted + r->n_verify) / static_cast<double>(r->n_verify) : 0.0,
                  static_cast<long long>(r->n_replayed), static_cast<long long>(r->n_undrafted));
+    if (r->spec_stopped_at >= 0)
+      std::fprintf(stderr, "strata-run: speculation stopped after %lld tokens: its drafts were not accepted\n",
+                   static_cast<long long>(r->spec_stopped_at));
   }
   return finish(kExitOk);
 }

@@ -88,6 +88,7 @@ struct DraftAdapt {
     }
     if (++skipped < probe_every) return 0;
     skipped = 0;
+    probed_after = probe_every;
     probe_every = std::min<int64_t>(probe_every * 2, 256);
     return 1;
   }
@@ -95,7 +96,12 @@ struct DraftAdapt {
     acc = 0.9 * acc + static_cast<double>(k);
     rej = 0.9 * rej + (k < n ? 1.0 : 0.0);
     if (k > 0) probe_every = 16;
+    // A probe refused at the longest interval: the draft has not paid for
+    // about 500 steps. Stop it (it would go on reading every token).
+    else if (probed_after >= 256 && n == 1) gave_up = true;
   }
+  int64_t probed_after = 0;  // the interval the last probe came after
+  bool gave_up = false;
 };
 
 }  // namespace
@@ -287,6 +293,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       r.stop = StopReason::kContextFull;
       break;
     }
+    if (draft && r.spec_stopped_at >= 0) draft = nullptr;  // the adaptive rule gave up on it
     if (draft) {
       // Draft up to n tokens after `id`, verify [id, drafts] in one pass of
       // the target, keep the longest agreeing prefix and the target's next.
@@ -428,6 +435,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         r.n_accepted += k;
         adapt.Step(n, k);
         adapt.draft_seen = true;
+        if (draft->adaptive && adapt.gave_up) r.spec_stopped_at = static_cast<int64_t>(r.tokens.size());
         ++r.n_verify;
         ++r.n_decoded;  // id
         queued.assign(drafted.begin(), drafted.begin() + k);

@@ -72,6 +72,9 @@ struct GenerateResult {
   // n_replayed: passes run again after a rejection (gated delta-net models).
   // n_undrafted: steps the adaptive rule ran without drafts.
   int64_t n_drafted = 0, n_accepted = 0, n_verify = 0, n_replayed = 0, n_undrafted = 0;
+  // The adaptive rule stopped the draft after this many generated tokens
+  // (its probes refused for about 500 steps); -1: it did not.
+  int64_t spec_stopped_at = -1;
   std::string spec_off;
   double prompt_tps() const { return prompt_seconds > 0 ? static_cast<double>(n_prompt) / prompt_seconds : 0; }
   double gen_tps() const { return gen_seconds > 0 ? static_cast<double>(n_decoded) / gen_seconds : 0; }
