@@ -273,7 +273,7 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
     auto tb = MakeBackend(m, bo), db = MakeBackend(m, bo), ob = MakeBackend(*other->model, bo);
     ASSERT_TRUE(tb.ok() && db.ok() && ob.ok());
     auto generate = [&](const std::vector<int32_t>& prompt, const Model* dm, Backend* dbe, int max_draft,
-                        GenerateResult* out) {
+                        GenerateResult* out, int64_t* n_past = nullptr) {
       auto st = SequenceState::Create(*tb->backend, hp, 128, KvType::kF16, 8);
       EXPECT_TRUE(st.ok());
       std::optional<SequenceState> dst;
@@ -297,6 +297,7 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
       auto r = g.Generate(prompt, go);
       ASSERT_TRUE(r.ok()) << r.status().message();
       *out = std::move(*r);
+      if (n_past) *n_past = st->n_past;
     };
     int64_t drafted_self = 0, accepted_self = 0, drafted_other = 0, accepted_other = 0;
     for (int p = 0; p < prompts; ++p) {
@@ -304,10 +305,16 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
       for (int i = 0; i < 3 + p % 13; ++i) prompt.push_back(static_cast<int32_t>((p * 131 + i * 37 + 11) % hp.n_vocab));
       SCOPED_TRACE(std::string(kind) + ", prompt " + std::to_string(p));
       GenerateResult plain, self, cross;
-      generate(prompt, nullptr, nullptr, 0, &plain);
+      int64_t plain_past = 0, self_past = 0;
+      generate(prompt, nullptr, nullptr, 0, &plain, &plain_past);
       ASSERT_EQ(plain.tokens.size(), static_cast<size_t>(kGen));
       const int max_draft = 1 + p % 5;
-      generate(prompt, &m, db->backend.get(), max_draft, &self);
+      generate(prompt, &m, db->backend.get(), max_draft, &self, &self_past);
+      // The state ends where plain decoding leaves it (not for delta-net
+      // models: docs/speculative.md).
+      if (hp.ssm_d_state == 0) {
+        EXPECT_EQ(self_past, plain_past);
+      }
       generate(prompt, other->model.get(), ob->backend.get(), max_draft, &cross);
       EXPECT_EQ(self.tokens, plain.tokens) << "drafting for itself, " << max_draft << " a step";
       EXPECT_EQ(cross.tokens, plain.tokens) << "another model drafting, " << max_draft << " a step";

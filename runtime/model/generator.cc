@@ -195,6 +195,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     }
   }
   r.prompt_seconds = Since(t0);
+  const int64_t prompt_end = state_.n_past;
   std::span<const float> last(logits.data() + logits.size() - n_vocab, n_vocab);
 
   Sampler sampler(o.sampling);
@@ -464,6 +465,13 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     }
   }
   r.gen_seconds = Since(t1);
+  // A stop on an accepted draft leaves the later ones in the cache: trim it
+  // to what plain decoding leaves (the prompt and every fed token). Gated
+  // delta-net state cannot be trimmed (docs/speculative.md).
+  if (o.draft && r.spec_off.empty() && !target_snap) {
+    if (!state_.TruncateKv(prompt_end + r.n_decoded))
+      return Internal("speculative decoding: a rewind the cache could not take at the end");
+  }
   if (tok_ && r.stop != StopReason::kStopString) {
     std::string rest = stop.Flush();
     r.text += rest;
