@@ -162,6 +162,11 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   }
   // Speculation: checked before the draft runs the prompt.
   const DraftModel* draft = o.draft;
+  std::vector<float> dlogits;    // the draft's logits (its last row)
+  std::vector<int32_t> dargmax;  // its argmax, where only that is read
+  auto draft_pass = [&](std::span<const int32_t> tokens, const ForwardOptions& opt) {
+    return Forward(*draft->model, *draft->backend, *draft->state, tokens, opt, &dlogits).WithContext("the draft model");
+  };
   if (draft) {
     if (!draft->model || !draft->backend || !draft->state)
       return Internal("speculative decoding: a draft without its model, backend or state");
@@ -180,18 +185,12 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     if (!r.spec_off.empty()) {
       draft = nullptr;
     } else {  // the draft reads the prompt too
-      ForwardOptions dfo;
-      dfo.workspace = draft->workspace;
-      dfo.delta_net = o.delta_net;
-      std::vector<int32_t> dargmax;
-      dfo.argmax = &dargmax;
-      std::vector<float> dlogits;
-      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
-        const size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
-        STRATA_RETURN_IF_ERROR(Forward(*draft->model, *draft->backend, *draft->state, prompt.subspan(i, n), dfo,
-                                       &dlogits)
-                                   .WithContext("the draft model"));
-      }
+      ForwardOptions pfo;
+      pfo.workspace = draft->workspace;
+      pfo.delta_net = o.delta_net;
+      pfo.argmax = &dargmax;
+      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch))
+        STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, std::min(prompt.size() - i, static_cast<size_t>(batch))), pfo));
     }
   }
   r.prompt_seconds = Since(t0);
@@ -230,8 +229,6 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   std::vector<int32_t> history;
   std::unordered_map<int32_t, double> q_of;
   DraftAdapt adapt;
-  std::vector<int32_t> dargmax;
-  std::vector<float> dlogits;
   // Gated delta-net layers cannot drop positions: each side keeps a copy of
   // its recurrent state from before a step's passes, and after a rejection
   // goes back to it and runs the kept tokens again (one pass, sequential
@@ -318,8 +315,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       if (n == 0 && static_cast<int64_t>(draft_pending.size()) >= std::max<int64_t>(catch_up, 1)) {
         ForwardOptions cfo = dfo;
         cfo.argmax = &dargmax;
-        STRATA_RETURN_IF_ERROR(Forward(*draft->model, *draft->backend, *draft->state, draft_pending, cfo, &dlogits)
-                                   .WithContext("the draft model"));
+        STRATA_RETURN_IF_ERROR(draft_pass(draft_pending, cfo));
         draft_pending.clear();
       }
       if (n > 0) {
@@ -334,8 +330,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         qs.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           const auto td0 = std::chrono::steady_clock::now();
-          STRATA_RETURN_IF_ERROR(
-              Forward(*draft->model, *draft->backend, *draft->state, feed, dfo, &dlogits).WithContext("the draft model"));
+          STRATA_RETURN_IF_ERROR(draft_pass(feed, dfo));
           if (feed.size() == 1) DraftAdapt::Ema(adapt.td, Since(td0));
           int32_t d;
           if (argmax_only) {
@@ -428,8 +423,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
             return Internal("speculative decoding: a rewind the draft's cache could not take");
           std::vector<int32_t> keep = draft_read;
           keep.insert(keep.end(), drafted.begin(), drafted.begin() + k);
-          STRATA_RETURN_IF_ERROR(
-              Forward(*draft->model, *draft->backend, *draft->state, keep, dfo, &dlogits).WithContext("the draft model"));
+          STRATA_RETURN_IF_ERROR(draft_pass(keep, dfo));
         }
         if (k == n) draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
         r.n_drafted += n;
