@@ -189,8 +189,10 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       pfo.workspace = draft->workspace;
       pfo.delta_net = o.delta_net;
       pfo.argmax = &dargmax;
-      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch))
-        STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, std::min(prompt.size() - i, static_cast<size_t>(batch))), pfo));
+      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
+        const size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
+        STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, n), pfo));
+      }
     }
   }
   r.prompt_seconds = Since(t0);
