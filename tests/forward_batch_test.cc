@@ -341,6 +341,323 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
   }
 }
 
+// --spec mtp: the model's own MTP block drafts (arch_spec.h, MtpBlock). A
+// tiny preset with an MTP layer (qwen35moe's has none: one more layer).
+Result<testing::OpenedModel> MtpPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed) {
+  return testing::MakeSyntheticPack(arch, dir, name, seed, [](testing::SyntheticModelSpec& s) {
+    if (s.hp.nextn_predict_layers == 0) {
+      s.hp.nextn_predict_layers = 1;
+      s.hp.n_layer_all = s.hp.n_layer + 1;
+    }
+  });
+}
+
+// What an MTP state holds after a speculative run must be what the block
+// computes reading the same tokens with the model's hidden states of the
+// positions before them (teacher-forced, in one pass): its K and V rows,
+// bit for bit (a pass's rows do not depend on its size on the CPU backends).
+// This is what catches a token read with the wrong hidden state, or a
+// position read with the block's own hidden state left in the cache.
+void ExpectMtpCacheIsTeacherForced(const Model& m, Backend& b, const SequenceState& mst,
+                                   const std::vector<int32_t>& tokens) {
+  const HParams& hp = m.hp();
+  const int64_t q = mst.n_past;
+  ASSERT_GT(q, 0);
+  ASSERT_LE(q, static_cast<int64_t>(tokens.size()));
+  auto st = SequenceState::Create(b, hp, mst.n_ctx, mst.kv_type);
+  auto fresh = SequenceState::Create(b, hp, mst.n_ctx, mst.kv_type, 0, StateLayers::kMtp);
+  ASSERT_TRUE(st.ok() && fresh.ok());
+  std::vector<float> logits, hidden;
+  ForwardOptions fo;
+  fo.hidden = &hidden;
+  const std::span<const int32_t> read(tokens.data(), static_cast<size_t>(q));
+  ASSERT_TRUE(Forward(m, b, *st, read, fo, &logits).ok());
+  std::vector<float> h_prev(static_cast<size_t>(q) * hp.n_embd, 0.0f);
+  std::copy(hidden.begin(), hidden.end() - hp.n_embd, h_prev.begin() + hp.n_embd);
+  ASSERT_TRUE(ForwardMtp(m, b, *fresh, read, h_prev, ForwardOptions{}, &logits).ok());
+  const SequenceState::Layer& a = mst.layers[hp.n_layer];
+  const SequenceState::Layer& c = fresh->layers[hp.n_layer];
+  for (auto part : {&SequenceState::Layer::k, &SequenceState::Layer::v}) {
+    const uint64_t bytes = (a.*part).bytes / static_cast<uint64_t>(mst.n_ctx) * static_cast<uint64_t>(q);
+    std::vector<uint8_t> x(bytes), y(bytes);
+    ASSERT_TRUE(b.Download(mst.storage, (a.*part).offset, x.data(), bytes).ok());
+    ASSERT_TRUE(b.Download(fresh->storage, (c.*part).offset, y.data(), bytes).ok());
+    EXPECT_TRUE(x == y) << "the MTP cache's " << (part == &SequenceState::Layer::k ? "K" : "V") << " rows of "
+                        << q << " positions differ from reading the tokens with the model's hidden states";
+  }
+}
+
+// Greedy tokens with the MTP block drafting are those of plain decoding, on
+// every CPU backend, for every draft length; the block reads every token
+// once with the model's hidden states (its state ends where the model's
+// does for attention models).
+class MtpSpeculativeTest : public ::testing::TestWithParam<Arch> {};
+
+TEST_P(MtpSpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
+  const Arch arch = GetParam();
+  const std::string dir = testing::ScratchDir("speculative_mtp");
+  auto pack = MtpPack(arch, dir, std::string(ArchName(arch)), 7);
+  ASSERT_TRUE(pack.ok()) << pack.status().message();
+  Model& m = *pack->model;
+  ASSERT_TRUE(m.EnableMtp().ok());
+  const HParams& hp = m.hp();
+  constexpr int kGen = 20;
+  for (const char* kind : {"reference", "cpu", "sim"}) {
+    // The reference path is the slow one; sim runs the fast path's ops behind the seam.
+    const bool ref = std::string(kind) == "reference", sim = std::string(kind) == "sim";
+    const int prompts = testing::kMatrixSubset ? (ref || sim ? 2 : 4) : (ref ? 6 : sim ? 12 : 30);
+    BackendOptions bo;
+    bo.kind = kind;
+    bo.threads = 2;
+    auto be = MakeBackend(m, bo);
+    ASSERT_TRUE(be.ok()) << be.status().message();
+    Backend& b = *be->backend;
+    int64_t drafted = 0, accepted = 0;
+    for (int p = 0; p < prompts; ++p) {
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 2 + p % 11; ++i) prompt.push_back(static_cast<int32_t>((p * 97 + i * 53 + 7) % hp.n_vocab));
+      SCOPED_TRACE(std::string(kind) + ", prompt " + std::to_string(p));
+      auto run = [&](int max_draft, GenerateResult* out) {
+        auto st = SequenceState::Create(b, hp, 128, KvType::kF16, 8);
+        auto mst = SequenceState::Create(b, hp, 128, KvType::kF16, 8, StateLayers::kMtp);
+        std::vector<int32_t> all = prompt;
+        ASSERT_TRUE(st.ok() && mst.ok());
+        DraftModel d;
+        d.model = &m;
+        d.backend = &b;
+        d.state = &*mst;
+        d.mtp = true;
+        d.max_draft = max_draft;
+        d.adaptive = false;
+        GenerateOptions go;
+        go.n_predict = kGen;
+        go.sampling.temperature = 0.0f;
+        go.batch = 5;  // prompts of several passes: the block reads across their seams
+        go.draft = max_draft ? &d : nullptr;
+        Generator g(m, b, *st, nullptr);
+        auto r = g.Generate(prompt, go);
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        if (max_draft && hp.ssm_d_state == 0) {
+          EXPECT_EQ(st->n_past, static_cast<int64_t>(prompt.size()) + r->n_decoded);
+        }
+        if (max_draft && std::string(kind) == "cpu") {
+          all.insert(all.end(), r->tokens.begin(), r->tokens.end());
+          ExpectMtpCacheIsTeacherForced(m, b, *mst, all);
+        }
+        *out = std::move(*r);
+      };
+      GenerateResult plain, spec;
+      run(0, &plain);
+      const int max_draft = 1 + p % 4;
+      run(max_draft, &spec);
+      EXPECT_EQ(spec.tokens, plain.tokens) << max_draft << " drafts a step";
+      EXPECT_TRUE(spec.spec_off.empty()) << spec.spec_off;
+      EXPECT_GT(spec.n_verify, 0);
+      drafted += spec.n_drafted;
+      accepted += spec.n_accepted;
+    }
+    EXPECT_GT(drafted, 0);
+    std::printf("%s %s: MTP %lld/%lld accepted\n", std::string(ArchName(arch)).c_str(), kind,
+                static_cast<long long>(accepted), static_cast<long long>(drafted));
+  }
+}
+
+// Random weights reject nearly every draft. Here one dimension d decides
+// the model's next token: token 0's embedding is -1 there and token 1's +1
+// (the rest small), its output norm reads d alone, and its head maps a
+// positive value to token 0 and a negative one to token 1, so after a token
+// or two it alternates 0, 1, 0, 1. The block's head norm is zero, so it
+// always drafts token 0: drafts after a 1 are accepted, after a 0 rejected,
+// and steps keep 0 to n of n. The tokens must still be plain decoding's,
+// with the kept drafts read again by the block with the model's hidden states.
+TEST_P(MtpSpeculativeTest, AcceptedAndRejectedDraftsGivePlainDecodingsTokens) {
+  const Arch arch = GetParam();
+  const std::string dir = testing::ScratchDir("speculative_mtp_accept");
+  auto pack = testing::MakeSyntheticPack(
+      arch, dir, std::string(ArchName(arch)), 11,
+      [](testing::SyntheticModelSpec& s) {
+        if (s.hp.nextn_predict_layers == 0) {
+          s.hp.nextn_predict_layers = 1;
+          s.hp.n_layer_all = s.hp.n_layer + 1;
+        }
+      },
+      [arch](testing::GgufBuilder& b) {
+        // The preset's shape; its MTP layer is blk.{n_layer} (qwen35moe's is the one the tweak adds).
+        const HParams h = testing::TinyHParams(arch);
+        const int64_t E = h.n_embd, V = h.n_vocab, d = 5;
+        uint32_t x = 12345;
+        auto small = [&x] {
+          x = x * 1664525u + 1013904223u;
+          return (static_cast<float>(x >> 8) / 16777216.0f - 0.5f) * 0.04f;
+        };
+        std::vector<float> emb(static_cast<size_t>(E * V)), head(static_cast<size_t>(E * V));
+        for (float& v : emb) v = small();
+        for (float& v : head) v = small();
+        emb[static_cast<size_t>(0 * E + d)] = -1.0f;
+        emb[static_cast<size_t>(1 * E + d)] = 1.0f;
+        head[static_cast<size_t>(0 * E + d)] = 1.0f;
+        head[static_cast<size_t>(1 * E + d)] = -1.0f;
+        std::vector<float> norm(static_cast<size_t>(E), 0.0f);
+        norm[static_cast<size_t>(d)] = 1.0f;
+        b.RemoveTensor("token_embd.weight").TensorF32("token_embd.weight", {E, V}, emb);
+        b.RemoveTensor("output.weight").TensorF32("output.weight", {E, V}, head);
+        b.RemoveTensor("output_norm.weight").TensorF32("output_norm.weight", {E}, norm);
+        const std::string mtp_norm = "blk." + std::to_string(h.n_layer) + ".nextn.shared_head_norm.weight";
+        b.RemoveTensor(mtp_norm).TensorF32(mtp_norm, {E}, std::vector<float>(static_cast<size_t>(E), 0.0f));
+      });
+  ASSERT_TRUE(pack.ok()) << pack.status().message();
+  Model& m = *pack->model;
+  ASSERT_TRUE(m.EnableMtp().ok());
+  const HParams& hp = m.hp();
+  BackendOptions bo;
+  bo.kind = "cpu";
+  bo.threads = 2;
+  auto be = MakeBackend(m, bo);
+  ASSERT_TRUE(be.ok()) << be.status().message();
+  Backend& b = *be->backend;
+  int64_t drafted = 0, accepted = 0;
+  const int prompts = testing::kMatrixSubset ? 4 : 16;
+  for (int p = 0; p < prompts; ++p) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 3 + p % 7; ++i) prompt.push_back(static_cast<int32_t>((p * 131 + i * 29 + 5) % hp.n_vocab));
+    SCOPED_TRACE("prompt " + std::to_string(p));
+    auto run = [&](int max_draft) {
+      auto st = SequenceState::Create(b, hp, 128, KvType::kF32, 8);
+      auto mst = SequenceState::Create(b, hp, 128, KvType::kF32, 8, StateLayers::kMtp);
+      EXPECT_TRUE(st.ok() && mst.ok());
+      DraftModel d;
+      d.model = &m;
+      d.backend = &b;
+      d.state = &*mst;
+      d.mtp = true;
+      d.max_draft = max_draft;
+      d.adaptive = false;
+      GenerateOptions go;
+      go.n_predict = 24;
+      go.sampling.temperature = 0.0f;
+      go.batch = 4;
+      go.draft = max_draft ? &d : nullptr;
+      Generator g(m, b, *st, nullptr);
+      auto r = g.Generate(prompt, go);
+      EXPECT_TRUE(r.ok()) << r.status().message();
+      if (!r.ok()) return GenerateResult{};
+      if (max_draft) {
+        std::vector<int32_t> all = prompt;
+        all.insert(all.end(), r->tokens.begin(), r->tokens.end());
+        ExpectMtpCacheIsTeacherForced(m, b, *mst, all);
+      }
+      return *r;
+    };
+    const GenerateResult plain = run(0);
+    const GenerateResult spec = run(1 + p % 3);
+    EXPECT_EQ(spec.tokens, plain.tokens);
+    drafted += spec.n_drafted;
+    accepted += spec.n_accepted;
+  }
+  std::printf("%s: MTP drafting token 0: %lld/%lld accepted\n", std::string(ArchName(arch)).c_str(),
+              static_cast<long long>(accepted), static_cast<long long>(drafted));
+  EXPECT_GT(accepted, 0) << "some drafts must be accepted";
+  EXPECT_LT(accepted, drafted) << "some drafts must be rejected";
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, MtpSpeculativeTest, ::testing::Values(Arch::kGlm4Moe, Arch::kQwen35Moe),
+                         [](const auto& param_info) { return std::string(ArchName(param_info.param)); });
+
+// The MTP block's passes: its logits follow the hidden states it reads and
+// the tokens, do not depend on how a prompt is cut into passes, and agree
+// between the reference and the fast path; a model without a block, or a
+// state that is not an MTP state, is refused.
+TEST(Mtp, ThePassReadsTheHiddenStatesAndIsTheSameInAnyCut) {
+  const std::string dir = testing::ScratchDir("mtp_pass");
+  auto pack = MtpPack(Arch::kGlm4Moe, dir, "g", 3);
+  ASSERT_TRUE(pack.ok()) << pack.status().message();
+  Model& m = *pack->model;
+  const HParams& hp = m.hp();
+  const std::vector<int32_t> tokens = {3, 77, 140, 9, 300, 41, 5};
+  const size_t n = tokens.size(), E = hp.n_embd;
+  {
+    BackendOptions bo;
+    bo.kind = "reference";
+    auto be = MakeBackend(m, bo);
+    ASSERT_TRUE(be.ok());
+    auto st = SequenceState::Create(*be->backend, hp, 32, KvType::kF32, 0, StateLayers::kMtp);
+    ASSERT_TRUE(st.ok());
+    std::vector<float> logits, h(n * E, 0.1f);
+    ForwardOptions fo;
+    auto r = ForwardMtp(m, *be->backend, *st, tokens, h, fo, &logits);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("not enabled"), std::string::npos) << r.message();
+  }
+  ASSERT_TRUE(m.EnableMtp().ok());
+  // The model's hidden states for the tokens, from a main pass.
+  std::map<std::string, std::vector<float>> whole;
+  for (const char* kind : {"reference", "cpu"}) {
+    BackendOptions bo;
+    bo.kind = kind;
+    bo.threads = 2;
+    auto be = MakeBackend(m, bo);
+    ASSERT_TRUE(be.ok());
+    Backend& b = *be->backend;
+    auto main = SequenceState::Create(b, hp, 32, KvType::kF32);
+    ASSERT_TRUE(main.ok());
+    std::vector<float> logits, hidden;
+    ForwardOptions fo;
+    fo.hidden = &hidden;
+    ASSERT_TRUE(Forward(m, b, *main, tokens, fo, &logits).ok());
+    ASSERT_EQ(hidden.size(), n * E);
+    // Token j reads the hidden state of j - 1 (zeros before the first).
+    std::vector<float> h_prev(n * E, 0.0f);
+    std::copy(hidden.begin(), hidden.end() - static_cast<long>(E), h_prev.begin() + static_cast<long>(E));
+    auto mtp_logits = [&](size_t cut, const std::vector<float>& hp_rows, std::vector<float>* own) {
+      auto st = SequenceState::Create(b, hp, 32, KvType::kF32, 0, StateLayers::kMtp);
+      EXPECT_TRUE(st.ok());
+      std::vector<float> out, rows;
+      ForwardOptions mo;
+      mo.all_logits = true;
+      for (size_t i = 0; i < n; i += cut) {
+        const size_t k = std::min(cut, n - i);
+        mo.hidden = own ? &rows : nullptr;
+        Status s = ForwardMtp(m, b, *st, std::span<const int32_t>(tokens).subspan(i, k),
+                              std::span<const float>(hp_rows).subspan(i * E, k * E), mo, &logits);
+        EXPECT_TRUE(s.ok()) << s.message();
+        out.insert(out.end(), logits.begin(), logits.end());
+        if (own) own->insert(own->end(), rows.begin(), rows.end());
+      }
+      EXPECT_EQ(st->n_past, static_cast<int64_t>(n));
+      return out;
+    };
+    std::vector<float> own;
+    const std::vector<float> a = mtp_logits(n, h_prev, &own);
+    ASSERT_EQ(a.size(), n * hp.n_vocab);
+    EXPECT_EQ(own.size(), n * E);
+    for (size_t cut : {1u, 3u}) EXPECT_EQ(mtp_logits(cut, h_prev, nullptr), a) << kind << ", passes of " << cut;
+    std::vector<float> other = h_prev;
+    for (float& v : other) v = -v + 0.5f;
+    const std::vector<float> c = mtp_logits(n, other, nullptr);
+    double diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(a[i] - c[i])));
+    EXPECT_GT(diff, 1e-3) << kind << ": the logits must depend on the hidden states read";
+    whole[kind] = a;
+    // A main state is not an MTP state, and the other way round.
+    std::vector<float> lg;
+    Status s = ForwardMtp(m, b, *main, tokens, h_prev, ForwardOptions{}, &lg);
+    EXPECT_FALSE(s.ok());
+    auto mst = SequenceState::Create(b, hp, 32, KvType::kF32, 0, StateLayers::kMtp);
+    ASSERT_TRUE(mst.ok());
+    EXPECT_FALSE(Forward(m, b, *mst, tokens, ForwardOptions{}, &lg).ok());
+  }
+  double worst = 0;
+  for (size_t i = 0; i < whole["reference"].size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(whole["reference"][i] - whole["cpu"][i])));
+  EXPECT_LT(worst, 0.05) << "the fast path's MTP logits against the reference's";
+  // A model without an MTP block says why.
+  auto plain = testing::MakeSyntheticPack(Arch::kQwen3Moe, dir, "q", 3);
+  ASSERT_TRUE(plain.ok());
+  Status e = plain->model->EnableMtp();
+  EXPECT_FALSE(e.ok());
+  EXPECT_NE(e.message().find("qwen3moe has no MTP block"), std::string::npos) << e.message();
+}
+
 // A draft whose vocabulary is not the target's is refused before anything runs.
 TEST(Speculative, ADraftWithAnotherVocabularyIsRefused) {
   const std::string dir = testing::ScratchDir("speculative_vocab");
@@ -542,13 +859,62 @@ TEST(Speculative, StrataRunDraftsAndRefusesWhatItCannotDo) {
   ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
   EXPECT_EQ(drafted.out, plain.out);
   EXPECT_NE(drafted.err.find("accepted (100.0%)"), std::string::npos) << drafted.err;
+  // --spec mtp: a pack with an MTP block gives plain decoding's tokens, and
+  // its plan counts the block's cache.
+  auto glm = MtpPack(Arch::kGlm4Moe, dir, "g", 5);
+  ASSERT_TRUE(glm.ok());
+  std::vector<std::string> gbase = base;
+  gbase[0] = dir + "/g.strata";
+  auto gplain = testing::RunProgram("strata-run", gbase);
+  ASSERT_EQ(gplain.exit_code, 0) << gplain.err;
+  std::vector<std::string> gmtp = gbase;
+  for (const char* a : {"--spec", "mtp", "--spec-max", "3", "--spec-fixed"}) gmtp.push_back(a);
+  auto mtp = testing::RunProgram("strata-run", gmtp);
+  ASSERT_EQ(mtp.exit_code, 0) << mtp.err;
+  EXPECT_EQ(mtp.out, gplain.out);
+  EXPECT_NE(mtp.err.find("strata-run: speculation: "), std::string::npos) << mtp.err;
+  // The writer's --mtp: a qwen35moe fixture with a block, packed, drafting.
+  auto w = testing::RunProgram("strata-make-gguf", {"--arch", "qwen35moe", "--preset", "tiny", "--mtp", "1", "--seed",
+                                                    "9", "-o", dir + "/q.gguf"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  auto pk = testing::RunProgram("strata-pack", {dir + "/q.gguf", "-o", dir + "/q.strata"});
+  ASSERT_EQ(pk.exit_code, 0) << pk.err;
+  std::vector<std::string> qbase = base;
+  qbase[0] = dir + "/q.strata";
+  auto qplain = testing::RunProgram("strata-run", qbase);
+  ASSERT_EQ(qplain.exit_code, 0) << qplain.err;
+  std::vector<std::string> qmtp = qbase;
+  // Passes of 2 tokens (-b 2): a step drafts 1 whatever --spec-max says, so
+  // its verification pass stays within the planned passes.
+  for (const char* a : {"--spec", "mtp", "--spec-max", "4", "--spec-fixed", "-b", "2"}) qmtp.push_back(a);
+  auto qrun = testing::RunProgram("strata-run", qmtp);
+  ASSERT_EQ(qrun.exit_code, 0) << qrun.err;
+  EXPECT_EQ(qrun.out, qplain.out);
+  auto wbad = testing::RunProgram("strata-make-gguf", {"--arch", "qwen3moe", "--mtp", "1", "-o", dir + "/x.gguf"});
+  EXPECT_NE(wbad.exit_code, 0);
+  EXPECT_NE(wbad.err.find("qwen3moe has no MTP block"), std::string::npos) << wbad.err;
+  // --bench speculates too, and says how much.
+  auto bench = testing::RunProgram("strata-run", {dir + "/g.strata", "--bench", "-p", "8", "-n", "12",
+                                                  "--bench-reps", "1", "--spec", "mtp", "--spec-fixed"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("\"spec\": \"mtp\""), std::string::npos) << bench.out;
+  EXPECT_NE(bench.err.find("speculation (the MTP block)"), std::string::npos) << bench.err;
+  // A draft model in --bench gets the bench's context, whatever -c says.
+  auto dbench = testing::RunProgram("strata-run", {t, "--bench", "-p", "8", "-n", "8", "--bench-reps", "1",
+                                                   "--bench-depth", "40", "-c", "16", "--spec", "draft", "--draft", t});
+  ASSERT_EQ(dbench.exit_code, 0) << dbench.err;
+  EXPECT_NE(dbench.out.find("\"spec\": \"draft\""), std::string::npos) << dbench.out;
+  auto plan = testing::RunProgram("strata-run", {dir + "/g.strata", "--plan", "--spec", "mtp", "-p", "x"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("MTP block's KV cache"), std::string::npos) << plan.out;
 
   struct Bad {
     std::vector<std::string> extra;
     std::string says;
   };
   const Bad bad[] = {
-      {{"--spec", "mtp"}, "expected none or draft"},
+      {{"--spec", "mtp"}, "--spec mtp: "},
+      {{"--spec", "eagle"}, "expected none, draft or mtp"},
       {{"--spec", "draft"}, "--draft PACK"},
       {{"--draft", t}, "add --spec draft"},
       {{"--spec", "draft", "--draft", t, "--spec-max", "0"}, "--spec-max 0: expected 1..16"},

@@ -117,6 +117,73 @@ TEST_P(GpuForwardTest, MatchesTheReferenceBackend) {
   }
 }
 
+// The MTP block (--spec mtp) on the GPU backend: its passes' logits and own
+// hidden states against the reference backend's, from the same hidden states
+// (the model's own, from a main pass of each backend), and the main pass's
+// hidden states themselves.
+TEST(GpuMtp, TheBlockMatchesTheReferenceBackend) {
+  for (Arch arch : {Arch::kGlm4Moe, Arch::kQwen35Moe}) {
+    SCOPED_TRACE(std::string(ArchName(arch)));
+    auto opened = testing::MakeSyntheticPack(arch, testing::ScratchDir("gpu_mtp"), std::string(ArchName(arch)), 5,
+                                             [](testing::SyntheticModelSpec& s) {
+                                               s.matrix_type = GgmlType::kF32;
+                                               if (s.hp.nextn_predict_layers == 0) {
+                                                 s.hp.nextn_predict_layers = 1;
+                                                 s.hp.n_layer_all = s.hp.n_layer + 1;
+                                               }
+                                             });
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    Model& m = *opened->model;
+    ASSERT_TRUE(m.EnableMtp().ok());
+    BackendOptions ro;
+    ro.kind = "reference";
+    auto ref_made = MakeBackend(m, ro);
+    ASSERT_TRUE(ref_made.ok());
+    std::unique_ptr<GpuBackend> gpu = SoftwareGpuBackend(m);
+    const uint32_t E = m.hp().n_embd;
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 9; ++i) tokens.push_back((i * 41 + 3) % static_cast<int32_t>(m.hp().n_vocab));
+    auto run = [&](Backend& be, std::vector<float>* hidden, std::vector<float>* own) {
+      auto st = SequenceState::Create(be, m.hp(), 64, KvType::kF32);
+      auto mst = SequenceState::Create(be, m.hp(), 64, KvType::kF32, 0, StateLayers::kMtp);
+      EXPECT_TRUE(st.ok() && mst.ok());
+      std::vector<float> logits, out;
+      ForwardOptions fo;
+      fo.hidden = hidden;
+      EXPECT_TRUE(Forward(m, be, *st, tokens, fo, &logits).ok());
+      std::vector<float> h_prev(tokens.size() * E, 0.0f);
+      std::copy(hidden->begin(), hidden->end() - E, h_prev.begin() + E);
+      ForwardOptions mo;
+      mo.all_logits = true;
+      mo.hidden = own;
+      // The prompt in one pass, then a decode step (one token).
+      Status s = ForwardMtp(m, be, *mst, std::span<const int32_t>(tokens).first(tokens.size() - 1),
+                            std::span<const float>(h_prev).first((tokens.size() - 1) * E), mo, &logits);
+      EXPECT_TRUE(s.ok()) << s.message();
+      out = logits;
+      std::vector<float> own_all = *own;
+      s = ForwardMtp(m, be, *mst, std::span<const int32_t>(tokens).last(1), std::span<const float>(h_prev).last(E), mo,
+                     &logits);
+      EXPECT_TRUE(s.ok()) << s.message();
+      out.insert(out.end(), logits.begin(), logits.end());
+      own_all.insert(own_all.end(), own->begin(), own->end());
+      *own = own_all;
+      return out;
+    };
+    std::vector<float> ref_hidden, ref_own, gpu_hidden, gpu_own;
+    const std::vector<float> want = run(*ref_made->backend, &ref_hidden, &ref_own);
+    const std::vector<float> got = run(*gpu, &gpu_hidden, &gpu_own);
+    const double logit_err = NormalizedError(got, want);
+    const double hidden_err = NormalizedError(gpu_hidden, ref_hidden);
+    const double own_err = NormalizedError(gpu_own, ref_own);
+    std::printf("%s MTP on the software GPU: normalized error vs reference: logits %.3g, hidden %.3g, own hidden %.3g\n",
+                std::string(ArchName(arch)).c_str(), logit_err, hidden_err, own_err);
+    EXPECT_LE(logit_err, 1e-4);
+    EXPECT_LE(hidden_err, 1e-4);
+    EXPECT_LE(own_err, 1e-4);
+  }
+}
+
 // Decode graphs: a decode step's shape seen twice is captured, then
 // replayed; the same kernels in the same order give the same bits as
 // launching them one by one. Attention's decode splits change at 256 keys,

@@ -137,7 +137,7 @@ constexpr TensorSpec kQwen35MoeTensors[] = {
     MAT("blk.{L}.attn_output.weight", R::kAttnOutput, L::kAttentionAndNextn, kOut, kE),
     VEC("blk.{L}.attn_q_norm.weight", R::kAttnQNorm, L::kAttentionAndNextn, kHdK),
     VEC("blk.{L}.attn_k_norm.weight", R::kAttnKNorm, L::kAttentionAndNextn, kHdK),
-    // MTP (nextn) layers only. The runtime does not execute them yet; packs carry them.
+    // MTP (nextn) layers only: the MTP block (kNextnBlock), run by speculative decoding (--spec mtp).
     MAT("blk.{L}.nextn.eh_proj.weight", R::kNextnEhProj, L::kNextn, kE2, kE),
     VEC("blk.{L}.nextn.enorm.weight", R::kNextnEnorm, L::kNextn, kE),
     VEC("blk.{L}.nextn.hnorm.weight", R::kNextnHnorm, L::kNextn, kE),
@@ -209,7 +209,7 @@ constexpr TensorSpec kGlm4MoeTensors[] = {
     MAT("blk.{L}.ffn_gate_shexp.weight", R::kFfnGateShexp, L::kMoeWithNextn, kE, kFfSh),
     MAT("blk.{L}.ffn_up_shexp.weight", R::kFfnUpShexp, L::kMoeWithNextn, kE, kFfSh),
     MAT("blk.{L}.ffn_down_shexp.weight", R::kFfnDownShexp, L::kMoeWithNextn, kFfSh, kE),
-    // MTP (nextn) layers only: kept in the pack, not run (speculative decoding runs them).
+    // MTP (nextn) layers only: the MTP block (kNextnBlock), run by speculative decoding (--spec mtp).
     MAT("blk.{L}.nextn.eh_proj.weight", R::kNextnEhProj, L::kNextn, kE2, kE),
     VEC("blk.{L}.nextn.enorm.weight", R::kNextnEnorm, L::kNextn, kE),
     VEC("blk.{L}.nextn.hnorm.weight", R::kNextnHnorm, L::kNextn, kE),
@@ -583,13 +583,15 @@ constexpr ArchSpec kSpecs[] = {
     {Arch::kQwen3Moe, "qwen3moe", RopeType::kNeox, kQwen3MoeHParams, kQwen3MoeTensors,
      {Mixer::kAttention, false, FfnKind::kMoe, TensorRole::kFfnNorm}, 1.0f},
     {Arch::kQwen35Moe, "qwen35moe", RopeType::kIMRope, kQwen35MoeHParams, kQwen35MoeTensors,
-     {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f},
+     {Mixer::kGatedAttention, true, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.5f, 0.0f, 0.0f, false,
+     {}, nullptr, &kNextnBlock},
     {Arch::kVocabOnly, "vocab-only", RopeType::kNorm, {}, {},
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
     {Arch::kQwen3, "qwen3", RopeType::kNeox, kQwen3HParams, kQwen3Tensors,
      {Mixer::kAttention, false, FfnKind::kDense, TensorRole::kFfnNorm}, 1.0f},
     {Arch::kGlm4Moe, "glm4moe", RopeType::kNeox, kGlm4MoeHParams, kGlm4MoeTensors,
-     {Mixer::kAttention, false, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.0f},
+     {Mixer::kAttention, false, FfnKind::kMoeSharedExpert, TensorRole::kPostAttnNorm}, 1.0f, 0.0f, 0.0f, false, {},
+     nullptr, &kNextnBlock},
     // llama.cpp's constants for gpt-oss's clamped SwiGLU (LLM_FFN_SWIGLU_OAI_MOE).
     {Arch::kGptOss, "gpt-oss", RopeType::kNeox, kGptOssHParams, kGptOssTensors,
      {Mixer::kAttention, false, FfnKind::kMoe, TensorRole::kPostAttnNorm}, 1.0f, 1.702f, 7.0f},

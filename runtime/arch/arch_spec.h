@@ -261,6 +261,31 @@ struct LayerPlan {
   TensorRole ffn_norm;
 };
 
+// The multi-token-prediction (MTP, "nextn") block some architectures ship
+// (docs/speculative.md): layer n_layer, a layer of the kind spec.Layer gives
+// it (full attention and the architecture's FFN: HParams' layer rules treat
+// an index >= n_layer as neither recurrent, sliding nor dense-lead), entered
+// through its own input and left through its own head:
+//   e = RMSNorm(embed[token]) * enorm      (embed: its own, else token_embd)
+//   h = RMSNorm(h_prev) * hnorm
+//   x = eh_proj . [e; h]                    (eh_proj: 2 n_embd -> n_embd)
+//   x = the layer(x)
+//   g = RMSNorm(x) * head_norm              (its own, else output_norm)
+//   logits = head . g                       (its own, else the output head)
+// h_prev is the model's hidden state at the position before the token,
+// after its output norm, and the block's own g when it drafts on from its
+// own draft (llama.cpp's graph_mtp, PR #22673, #24025, #26534). The roles
+// are data: a block whose required tensors are missing is no block.
+struct MtpBlock {
+  TensorRole embed = TensorRole::kNextnEmbedTokens;     // optional
+  TensorRole enorm = TensorRole::kNextnEnorm;
+  TensorRole hnorm = TensorRole::kNextnHnorm;
+  TensorRole eh_proj = TensorRole::kNextnEhProj;
+  TensorRole head_norm = TensorRole::kNextnSharedHeadNorm;  // optional
+  TensorRole head = TensorRole::kNextnSharedHeadHead;       // optional
+};
+inline constexpr MtpBlock kNextnBlock{};
+
 // A GGUF tensor that holds two of the spec's tensors with their rows
 // interleaved (qwen3next's ssm_in: per key-head group [q k v | z]; its
 // ssm_ba: per group [beta | alpha]). The packer stores the spec's
@@ -303,6 +328,9 @@ struct ArchSpec {
   // attn_v_b from its value rows as they are; the keys are rewritten to the
   // latent form. The pattern of that tensor, or null.
   const char* fused_kv_b = nullptr;
+  // The MTP block the architecture's nextn layers are (null: its nextn
+  // layers, if any, are kept in the pack and never run).
+  const MtpBlock* mtp = nullptr;
 
   bool has_experts() const { return layers.ffn != FfnKind::kDense; }
   bool has_shared_expert() const { return layers.ffn == FfnKind::kMoeSharedExpert; }

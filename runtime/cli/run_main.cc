@@ -144,6 +144,41 @@ Result<std::unique_ptr<LoadedDraft>> LoadDraft(const RunOptions& o, const LoadOp
   return d;
 }
 
+LoadOptions LoadOptionsFrom(const RunOptions& o);
+
+// --spec: the draft of a run (null: none), what it needs kept alive.
+struct SpecSetup {
+  std::unique_ptr<LoadedDraft> loaded;  // --spec draft
+  DraftModel mtp;                       // --spec mtp
+  std::vector<float> mtp_hidden;        // its DraftModel::hidden
+  const DraftModel* draft = nullptr;
+};
+
+Status SetUpSpec(const RunOptions& o, const Model& model, Backend& backend, RunMemory& mem, Workspace* workspace,
+                 const tokenizer::Tokenizer& tok, SpecSetup* spec) {
+  if (o.spec == "mtp") {  // the model's own MTP block, on its backend, with the plan's MTP state
+    if (mem.experts)
+      return Unsupported("--spec mtp with experts split between tiers (--expert-slots, a GPU whose memory does not "
+                         "hold every expert) is not supported yet: the MTP layer's experts run on the backend");
+    if (mem.mtp_states.empty()) return Internal("--spec mtp: the plan made no MTP state");
+    spec->mtp.model = &model;
+    spec->mtp.backend = &backend;
+    spec->mtp.state = &mem.mtp_states[0];
+    spec->mtp.workspace = workspace;
+    spec->mtp.mtp = true;
+    spec->mtp.hidden = &spec->mtp_hidden;
+    spec->mtp.max_draft = o.spec_max;
+    spec->mtp.adaptive = !o.spec_fixed;
+    spec->draft = &spec->mtp;
+  } else if (o.spec == "draft") {
+    LoadOptions target = LoadOptionsFrom(o);
+    target.n_ctx = mem.states[0].n_ctx;  // the plan's (--bench: its depth, prompt and tokens)
+    STRATA_ASSIGN_OR_RETURN(spec->loaded, LoadDraft(o, target, tok, mem.states[0].kv_type));
+    spec->draft = &spec->loaded->draft;
+  }
+  return Status::Ok();
+}
+
 int TokenizeFile(const Pack& pack, const std::string& file) {
   auto tok = LoadTokenizer(pack);
   if (!tok.ok()) return Fail(tok.status());
@@ -171,7 +206,7 @@ struct RunContext {
 
 int64_t BenchGenerated(const RunOptions& o) { return o.n_predict < 0 ? 128 : o.n_predict; }
 
-int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunContext& rc) {
+int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunContext& rc, const DraftModel* draft) {
   const int64_t n_prompt = o.bench_prompt, n_gen = BenchGenerated(o);
   SequenceState* state = rc.state;
   std::mt19937 rng(1234);
@@ -186,6 +221,7 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
   OpTimes op_times;  // the last rep's decode steps
   uint64_t sync_prompt = 0, sync_end = 0;
   double decode_seconds = 0;
+  int64_t spec_drafted = 0, spec_accepted = 0, spec_verify = 0;  // over the measured reps
   // The VRAM/RAM split's times over the last rep's decode steps.
   ExpertSplit* split = rc.experts ? rc.experts->SplitOn(backend) : nullptr;
   ExpertSplit::Times split_prompt, split_end;
@@ -197,6 +233,8 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
                backend.name().c_str(), o.bench_reps);
   for (int rep = 0; rep < o.bench_reps + 1; ++rep) {  // rep 0 warms up
     if (Status cleared = state->Clear(); !cleared.ok()) return Fail(cleared);
+    if (draft)
+      if (Status cleared = draft->state->Clear(); !cleared.ok()) return Fail(cleared);
     Generator g(model, backend, *state, nullptr);
     if (!depth.empty()) {  // the context before the measured part, untimed
       GenerateOptions fill;
@@ -207,6 +245,7 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
       fill.sampling.temperature = 0;
       fill.batch = o.batch;
       fill.delta_net = o.delta_net_mode;
+      fill.draft = draft;  // (it reads the context too)
       auto filled = g.Generate(depth, fill);
       if (!filled.ok()) return Fail(filled.status().WithContext("--bench-depth"));
     }
@@ -218,7 +257,10 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
     go.sampling.temperature = 0;
     go.batch = o.batch;
     go.delta_net = o.delta_net_mode;
-    go.feed_last = true;
+    // The last token's pass is timed too; speculation leaves it out (a step
+    // decides tokens it has already run), so its decode steps are the passes run.
+    go.feed_last = draft == nullptr;
+    go.draft = draft;
     op_times = OpTimes{};
     go.decode_op_times = &op_times;
     t_start = backend.transfers();
@@ -243,8 +285,22 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
     n_steps = r->n_decoded;
     if (rep == 0) continue;
     pp.push_back(r->prompt_tps());
-    tg.push_back(r->gen_tps());
-    std::fprintf(stderr, "  rep %d: prefill %.1f tok/s, decode %.2f tok/s\n", rep, r->prompt_tps(), r->gen_tps());
+    // Decode: generated tokens per second (with speculation, a step may
+    // decide several).
+    const double gen_tps = draft ? static_cast<double>(r->tokens.size()) / std::max(r->gen_seconds, 1e-9) : r->gen_tps();
+    tg.push_back(gen_tps);
+    std::fprintf(stderr, "  rep %d: prefill %.1f tok/s, decode %.2f tok/s\n", rep, r->prompt_tps(), gen_tps);
+    if (draft) {
+      spec_drafted += r->n_drafted;
+      spec_accepted += r->n_accepted;
+      spec_verify += r->n_verify;
+      std::fprintf(stderr, "  rep %d: speculation (%s): %lld drafted, %lld accepted, %lld verification passes, %lld "
+                   "steps without drafts%s%s\n",
+                   rep, draft->mtp ? "the MTP block" : "a draft model", static_cast<long long>(r->n_drafted),
+                   static_cast<long long>(r->n_accepted), static_cast<long long>(r->n_verify),
+                   static_cast<long long>(r->n_undrafted), r->spec_off.empty() ? "" : "; off: ",
+                   r->spec_off.c_str());
+    }
   }
   auto mm = [](const std::vector<double>& v) { return std::minmax_element(v.begin(), v.end()); };
   auto [pmin, pmax] = mm(pp);
@@ -314,12 +370,15 @@ int Bench(const Model& model, Backend& backend, const RunOptions& o, const RunCo
               "\"reps\": %d, \"prefill_tps_median\": %.2f, \"prefill_tps_min\": %.2f, \"prefill_tps_max\": %.2f, "
               "\"decode_tps_median\": %.3f, \"decode_tps_min\": %.3f, \"decode_tps_max\": %.3f, "
               "\"weight_mb_per_token\": %.1f, \"decode_effective_gb_s\": %.2f, \"resident_weight_bytes\": %llu, "
-              "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f, \"device_copy_gb_s\": %.1f}\n",
+              "\"decode_step_bytes_in\": %.0f, \"decode_step_bytes_out\": %.0f, \"device_copy_gb_s\": %.1f, "
+              "\"spec\": \"%s\", \"spec_drafted\": %lld, \"spec_accepted\": %lld, \"spec_verify_passes\": %lld}\n",
               std::string(ArchName(model.arch())).c_str(), backend.threads(), backend.name().c_str(),
               static_cast<long long>(n_prompt), static_cast<long long>(n_gen), static_cast<long long>(o.bench_depth),
               o.bench_reps, Median(pp), *pmin, *pmax,
               Median(tg), *gmin, *gmax, mb_per_token, decode_gb_s,
-              static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out, *copy);
+              static_cast<unsigned long long>(t_end.weight_bytes), step_in, step_out, *copy,
+              !draft ? "none" : draft->mtp ? "mtp" : "draft", static_cast<long long>(spec_drafted),
+              static_cast<long long>(spec_accepted), static_cast<long long>(spec_verify));
   return kExitOk;
 }
 
@@ -416,6 +475,7 @@ LoadOptions LoadOptionsFrom(const RunOptions& o) {
   lo.backend = o.backend;
   lo.plan_only = o.memory.plan;
   lo.n_ctx = o.n_ctx;
+  lo.mtp = o.spec == "mtp";
   return lo;
 }
 
@@ -541,10 +601,12 @@ int Main(int argc, char** argv) {
     }
     return code;
   };
-  if (o.bench) return finish(Bench(*model, *backend, o, rc));
-
   auto tok = LoadTokenizer(*pack);
   if (!tok.ok()) return Fail(tok.status());
+  SpecSetup spec;
+  if (Status s = SetUpSpec(o, *model, *backend, *mem, rc.workspace, *tok, &spec); !s.ok()) return Fail(s);
+  if (o.bench) return finish(Bench(*model, *backend, o, rc, spec.draft));
+
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   if (o.chat) return finish(Chat(*model, *backend, *tok, o, rc));
 
@@ -599,15 +661,7 @@ int Main(int argc, char** argv) {
       if (write_status.ok())
         write_status = logits_out->Write(reinterpret_cast<const uint8_t*>(row.data()), row.size() * sizeof(float));
     };
-  std::unique_ptr<LoadedDraft> draft;
-  if (o.spec == "draft") {
-    LoadOptions target = LoadOptionsFrom(o);
-    target.n_ctx = o.n_ctx;
-    auto d = LoadDraft(o, target, *tok, rc.state->kv_type);
-    if (!d.ok()) return Fail(d.status());
-    draft = std::move(*d);
-    go.draft = &draft->draft;
-  }
+  go.draft = spec.draft;
   Generator g(*model, *backend, *rc.state, &*tok);
   auto r = g.Generate(prompt, go, cb);
   if (!r.ok()) return Fail(r.status());
@@ -628,9 +682,10 @@ int Main(int argc, char** argv) {
                "(%.2f tok/s); stopped: %s\n",
                load_s, static_cast<long long>(r->n_prompt), r->prompt_seconds, r->prompt_tps(), r->tokens.size(),
                r->gen_seconds, r->gen_tps(), std::string(StopReasonName(r->stop)).c_str());
-  if (draft && !r->spec_off.empty()) {
+  const bool speculated = spec.draft != nullptr;
+  if (speculated && !r->spec_off.empty()) {
     std::fprintf(stderr, "strata-run: speculation did not run: %s\n", r->spec_off.c_str());
-  } else if (draft) {
+  } else if (speculated) {
     std::fprintf(stderr,
                  "strata-run: speculation: %lld tokens drafted, %lld accepted (%.1f%%), %lld verification passes, "
                  "%.2f tokens a pass, %lld passes run again (recurrent state), %lld steps without drafts (not "

@@ -36,8 +36,10 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_flag("--special", o.parse_special, "parse special-token text (e.g. <|im_start|>) in the prompt");
   app.add_flag("--print-ids", o.print_ids, "print the generated token ids on one line instead of text");
   app.add_option("--spec", o.spec,
-                 "speculative decoding: none (default), or draft (a draft model, --draft PACK, proposes tokens the "
-                 "model checks in one pass; greedy decoding, the tokens plain decoding gives; docs/speculative.md)");
+                 "speculative decoding: none (default); draft (a draft model, --draft PACK, proposes tokens the "
+                 "model checks in one pass); or mtp (the pack's own MTP block proposes them: qwen35moe, glm4moe). "
+                 "Greedy decoding gives the tokens plain decoding gives; sampling, the model's distribution "
+                 "(docs/speculative.md)");
   app.add_option("--draft", o.draft, "the draft model's pack for --spec draft (its tokenizer must be the model's)");
   app.add_option("--spec-max", o.spec_max,
                  "the most tokens the draft proposes per step, 1..16 (default 3); each step drafts what the measured "
@@ -119,14 +121,14 @@ Status RunOptions::Validate() {
   if (backend != "auto" && !ParseBackendKind(backend).ok())
     return InvalidArgument("--backend '" + Printable(backend) + "': expected auto, " + BackendKindNames());
   if (reference) backend = "reference";
-  if (spec != "none" && spec != "draft")
-    return InvalidArgument("--spec '" + Printable(spec) + "': expected none or draft (mtp is not implemented yet)");
+  if (spec != "none" && spec != "draft" && spec != "mtp")
+    return InvalidArgument("--spec '" + Printable(spec) + "': expected none, draft or mtp");
   if (spec == "draft" && draft.empty()) return InvalidArgument("--spec draft: give the draft model's pack (--draft PACK)");
-  if (spec == "none" && !draft.empty()) return InvalidArgument("--draft PACK: add --spec draft to use it");
+  if (spec != "draft" && !draft.empty()) return InvalidArgument("--draft PACK: add --spec draft to use it");
   if (spec_max < 1 || spec_max > 16) return InvalidArgument(StrFormat("--spec-max %d: expected 1..16", spec_max));
-  if (spec == "draft" && (chat || bench || serve))
-    return InvalidArgument("--spec draft runs with a prompt (-p, -f or --tokens); --chat, --bench and --serve do "
-                           "not speculate yet");
+  if (spec != "none" && (chat || serve))
+    return InvalidArgument("--spec " + spec + " runs with a prompt (-p, -f or --tokens) or --bench; --chat and "
+                           "--serve do not speculate yet");
   if (serve) {
     if (!prompt.empty() || !prompt_file.empty() || !tokens.empty() || chat || bench || !tokenize_file.empty() ||
         !logits_out.empty())

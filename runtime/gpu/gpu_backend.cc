@@ -173,7 +173,7 @@ void GpuBackend::AddPlanLines(const Model& model, const PassShape& largest, std:
                                 : std::string("what the driver keeps on the device for a context, a stated figure "
                                               "(docs/gpu.md)")});
   const uint64_t tables = gpu::PassTablesBytes(std::max<int64_t>(largest.tokens, 1),
-                                               std::max<int64_t>(largest.tokens, 1), model.hp().n_layer);
+                                               std::max<int64_t>(largest.tokens, 1), model.hp().n_layer + 1);
   lines->push_back(PlanLine{PlanItem::kBackendOther, MemoryPlace::Heap(), "pass tables (pinned)", tables, true,
                             "token ids, positions and cache addresses, staged for the upload at each pass"});
 }
@@ -299,7 +299,7 @@ std::vector<const TensorView*> ReadTensors(const Model& model) {
   };
   for (size_t r = 0; r < static_cast<size_t>(R::kCount); ++r) {
     add(model.Get(static_cast<R>(r)));
-    for (uint32_t il = 0; il < model.hp().n_layer; ++il) add(model.Get(static_cast<int32_t>(il), static_cast<R>(r)));
+    for (uint32_t il = 0; il < model.run_layers(); ++il) add(model.Get(static_cast<int32_t>(il), static_cast<R>(r)));
   }
   return out;
 }
@@ -377,7 +377,7 @@ Status GpuBackend::BindWeights(const Model& model, bool routed_experts) {
   const HParams& hp = model.hp();
   PassState& ps = *pass_;
   ps.bound_embd = hp.n_embd;
-  ps.bound_layers = hp.n_layer;
+  ps.bound_layers = hp.n_layer + 1;  // the pass tables' rows: the layers and an MTP layer
   ps.bound_group = std::max<int64_t>(1, hp.n_head / std::max<uint32_t>(hp.n_head_kv, 1));
   STRATA_ASSIGN_OR_RETURN(ps.attn, KernelShapes(hp));
   const std::vector<const TensorView*> tensors = ReadTensors(model);
@@ -523,7 +523,7 @@ Status GpuBackend::BeginPass(const PassDesc& d) {
     ++graph_counts_.replays;
   } else if (st.ok()) {
     // Token embeddings.
-    const TensorView* emb = d.model->Get(R::kTokenEmbd);
+    const TensorView* emb = d.embedding ? d.embedding : d.model->Get(R::kTokenEmbd);
     auto w = Weight(emb);
     st = w.status();
     if (st.ok()) {
@@ -566,6 +566,7 @@ Status GpuBackend::WriteAct(strata::Act a, const float* host) {
 std::optional<GpuBackend::GraphKey> GpuBackend::GraphKeyOf(const PassDesc& d) const {
   if (!graphs_on_ || !d.whole || !device_->info().graphs || !d.options) return std::nullopt;
   if (d.options->observer || d.options->experts) return std::nullopt;  // host work inside the pass
+  if (d.mtp || d.options->hidden) return std::nullopt;  // host rows in (h_prev) or out mid-pass
   if (d.n != static_cast<int64_t>(d.batch.size())) return std::nullopt;  // decode only: a token a sequence
   GraphKey k;
   // The workspace's memory, not the object: a pass's own workspace is a new

@@ -102,6 +102,7 @@ class GpuBackend : public Backend {
   Status DenseFfn(int32_t il, Act in, Act out) override;
   Status MoeFfn(int32_t il, Act in, Act out) override;
   Status SharedExpert(int32_t il, Act in, Act out) override;
+  Status ConcatProject(const TensorView& w, Act a, Act b, Act out) override;
   Status Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) override;
   void EndPass() override;
   Status ReadAct(Act a, float* host) override;

@@ -216,6 +216,24 @@ Status GpuBackend::CopyRows(DevicePtr src, int64_t src_i, int64_t src_j, DeviceP
   return L()(kernels_.copy_rows, Dim3{GridFor(n_i * n_j * width, 256), 1, 1}, Dim3{256, 1, 1}, 0, a);
 }
 
+// The MTP block's input product, as CpuBackend::ConcatProject: both rows
+// side by side in scratch, then one product.
+Status GpuBackend::ConcatProject(const TensorView& w, strata::Act a, strata::Act b, strata::Act out) {
+  if (graph_mode_ == GraphMode::kReplay) return Status::Ok();  // (an MTP pass is never recorded: GraphKeyOf)
+  const int64_t n = pass_->n, E = pass_->hp->n_embd;
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceMatrix m, Weight(&w));
+  if (m.cols != 2 * E || m.rows != E)
+    return Internal(StrFormat("ConcatProject: a %lld x %lld matrix for rows of 2 x %lld", static_cast<long long>(m.rows),
+                              static_cast<long long>(m.cols), static_cast<long long>(E)));
+  WorkspaceScope scope(*pass_->ws);
+  const DevicePtr cat = Take(*pass_->ws, F(n * 2 * E));
+  if (!cat) return pass_->ws->Exhausted("the MTP block's input");
+  // Row t of a at cat[t][0..E), of b at cat[t][E..2E): n_i = n rows, n_j = 1.
+  STRATA_RETURN_IF_ERROR(Check(CopyRows(ActAddr(a), E, 0, cat, 2 * E, 0, n, 1, E)));
+  STRATA_RETURN_IF_ERROR(Check(CopyRows(ActAddr(b), E, 0, cat + F(E), 2 * E, 0, n, 1, E)));
+  return Check(Product(&w, cat, n, ActAddr(out)));
+}
+
 // deepseek2's multi-head latent attention, as CpuBackend::LatentAttention: the
 // queries (low-rank or one attn_q), the cached rows (strata_mla_prep), each
 // head's nope part through its attn_k_b, attention over the rows with the

@@ -81,7 +81,8 @@ Status ReserveStaging(Device& device, GpuBackend::PassState& p, int64_t max_toke
 
 Status UploadPassTables(Device& device, Stream stream, GpuBackend::PassState& p,
                         const std::function<DevicePtr(const SequenceState&)>& address, TransferCounts& transfers) {
-  const int64_t n = p.n, S = static_cast<int64_t>(p.batch.size()), L = p.hp->n_layer;
+  // A row per layer and one for an MTP layer (an MTP state's; a main state has none).
+  const int64_t n = p.n, S = static_cast<int64_t>(p.batch.size()), L = p.hp->n_layer + 1;
   const TablesLayout lay(n, S, L);
   if (lay.end > p.staging_bytes)
     return Internal(StrFormat("a pass of %lld tokens needs %s of tables; the staging holds %s (a workspace made for "
@@ -115,8 +116,12 @@ Status UploadPassTables(Device& device, Stream stream, GpuBackend::PassState& p,
     const SequenceState& st = *sb.state;
     const DevicePtr base = address(st);
     for (int64_t il = 0; il < L; ++il) {
-      const SequenceState::Layer& l = st.layers[static_cast<size_t>(il)];
       const int64_t at = il * S + s;
+      if (il >= static_cast<int64_t>(st.layers.size())) {
+        ptrs(lay.k)[at] = ptrs(lay.v)[at] = ptrs(lay.conv)[at] = ptrs(lay.ssm)[at] = 0;
+        continue;
+      }
+      const SequenceState::Layer& l = st.layers[static_cast<size_t>(il)];
       ptrs(lay.k)[at] = l.k.bytes ? base + l.k.offset : 0;
       ptrs(lay.v)[at] = l.v.bytes ? base + l.v.offset : 0;
       ptrs(lay.conv)[at] = l.conv.bytes ? base + l.conv.offset : 0;

@@ -93,9 +93,11 @@ uint64_t GpuWorkspaceBytes(const Model& model, const PassShape& shape) {
   const HParams& hp = model.hp();
   const ArchSpec& spec = GetArchSpec(model.arch());
   auto need = [&](int64_t n) {
-    const uint64_t top = TakeBytes<uint8_t>(PassTablesBytes(n, n, hp.n_layer)) + 3 * Fl(n * hp.n_embd);
+    const uint64_t top = TakeBytes<uint8_t>(PassTablesBytes(n, n, hp.n_layer + 1)) + 3 * Fl(n * hp.n_embd);
     uint64_t stage = Fl(n * hp.n_vocab) + Q(n, hp.n_embd) + In(n);  // the output head, its argmax ids
-    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    // An MTP pass (once enabled): its input's concatenated rows and their product.
+    if (model.mtp_enabled()) stage = std::max(stage, Fl(n * 2 * hp.n_embd) + Q(n, 2 * hp.n_embd));
+    for (uint32_t il = 0; il < model.run_layers(); ++il) {
       const LayerPlan layer = spec.Layer(hp, il);
       stage = std::max(stage, layer.mixer == Mixer::kGatedDeltaNet ? DeltaNetBytes(hp, n)
                                                                    : AttentionBytes(hp, layer.mixer, n, shape.max_keys));

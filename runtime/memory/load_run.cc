@@ -18,6 +18,7 @@ Result<LoadedRun> LoadRun(const LoadOptions& o) {
   po.threads = o.threads;
   STRATA_ASSIGN_OR_RETURN(run.pack, Pack::Open(o.pack, po));
   STRATA_ASSIGN_OR_RETURN(Model model, Model::Create(*run.pack));
+  if (o.mtp) STRATA_RETURN_IF_ERROR(model.EnableMtp().WithContext("--spec mtp"));
   run.model = std::make_unique<Model>(std::move(model));
 
   run.options = o;

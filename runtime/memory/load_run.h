@@ -44,6 +44,7 @@ struct LoadOptions {
   // failing (strata-run's).
   bool allow_fall_back = false;
   int64_t n_ctx = 0;                    // positions; 0: the training context, at most 4096
+  bool mtp = false;                     // run the pack's MTP block too (Model::EnableMtp; --spec mtp)
   std::string who = "strata-run";       // prefix of the notes printed to stderr
 };
 

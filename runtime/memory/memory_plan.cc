@@ -176,7 +176,7 @@ void AddWeightLines(const PlanScope& s) {
   for (const TensorView& t : model.tensors()) n_copies += t.is_decode_copy ? 1 : 0;
   for (const TensorView& t : model.tensors()) {
     tensor_bytes += t.data.size();
-    if (t.layer >= static_cast<int32_t>(hp.n_layer)) {  // an MTP layer's: kept in the pack, not run
+    if (t.layer >= static_cast<int32_t>(model.run_layers())) {  // an MTP layer's: kept in the pack, not run
       mtp += t.data.size();
       continue;
     }
@@ -229,7 +229,7 @@ void AddWeightLines(const PlanScope& s) {
                                           : "decode copies (not used)";
     if (mtp)
       what += StrFormat("%s%u MTP layer%s (%s; kept for speculative decoding, not run)", what.empty() ? "" : "; ",
-                        hp.n_layer_all - hp.n_layer, hp.n_layer_all - hp.n_layer == 1 ? "" : "s",
+                        hp.n_layer_all - model.run_layers(), hp.n_layer_all - model.run_layers() == 1 ? "" : "s",
                         HumanBytes(mtp).c_str());
     s.Add(PlanItem::kWeightsNotRead, mapped, "weights: not read", unread + mtp, false, what);
   }
@@ -297,6 +297,13 @@ void AddBackendLines(const PlanScope& s) {
           static_cast<uint64_t>(in.parallel) * recurrent, true,
           StrFormat("%d seq x one copy of the recurrent state, so a prompt that shares a prefix resumes from it",
                     in.parallel));
+  const uint64_t per_mtp =
+      in.model && in.model->mtp_enabled() ? SequenceState::BytesFor(hp, in.n_ctx, in.kv_type, s.T, StateLayers::kMtp) : 0;
+  if (per_mtp)
+    s.Add(PlanItem::kMtpCache, s.own, "MTP block's KV cache (" + kv_name + ")",
+          static_cast<uint64_t>(in.parallel) * per_mtp, true,
+          StrFormat("%d seq x %lld positions x 1 MTP layer (blk.%u), speculative decoding's drafts (--spec mtp)",
+                    in.parallel, static_cast<long long>(in.n_ctx), hp.n_layer));
   const PassShape largest{s.T, in.n_ctx, in.threads};
   const uint64_t workspace = s.backend.WorkspaceBytes(s.model, largest);
   s.Add(PlanItem::kForwardWorkspace, s.own, "forward workspace", workspace, true,
@@ -307,7 +314,7 @@ void AddBackendLines(const PlanScope& s) {
     // The backend puts each buffer of a large page or more on large pages,
     // rounded up to whole ones (CpuBackend::AllocateHost).
     auto pad = [lp](uint64_t b) { return b >= lp ? LargePageSpan(b, lp) - b : 0; };
-    uint64_t extra = static_cast<uint64_t>(in.parallel) * pad(per_seq) + pad(workspace);
+    uint64_t extra = static_cast<uint64_t>(in.parallel) * (pad(per_seq) + pad(per_mtp)) + pad(workspace);
     if (recurrent && in.recurrent_snapshots) extra += static_cast<uint64_t>(in.parallel) * pad(recurrent);
     s.Add(PlanItem::kLargePageRounding, s.own, "large-page rounding", extra, true,
           StrFormat("sequence states and workspace rounded up to whole %s pages", HumanBytes(lp).c_str()));

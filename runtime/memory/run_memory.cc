@@ -240,6 +240,14 @@ Result<RunMemory> AllocateRun(const Model& model, Backend& backend, CpuBackend* 
         }
         break;
       }
+      case PlanItem::kMtpCache: {
+        for (int32_t i = 0; i < in.parallel; ++i) {
+          STRATA_ASSIGN_OR_RETURN(SequenceState st, SequenceState::Create(backend, model.hp(), in.n_ctx, in.kv_type,
+                                                                              PlanTokensPerPass(in), StateLayers::kMtp));
+          r.mtp_states.push_back(std::move(st));
+        }
+        break;
+      }
       case PlanItem::kForwardWorkspace: {
         STRATA_ASSIGN_OR_RETURN(r.workspace, backend.CreateWorkspace(l.bytes, "the forward-pass workspace"));
         break;

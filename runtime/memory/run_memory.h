@@ -95,6 +95,7 @@ Result<RunSetup> PlanRun(const Pack& pack, const Model& model, Backend& backend,
 struct RunMemory {
   Workspace workspace;
   std::vector<SequenceState> states;  // inputs.parallel of them, n_ctx each
+  std::vector<SequenceState> mtp_states;  // as many MTP states when the model's MTP block is enabled
   std::unique_ptr<TieredExpertExecutor> experts;  // null without a device tier
 };
 

@@ -185,7 +185,7 @@ class Backend {
   // Errors: kResourceExhausted with the size.
   // Errors also: a KV type this model's head dimensions do not fit.
   Result<SequenceState> CreateState(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32,
-                                    int64_t pass_tokens = 0);
+                                    int64_t pass_tokens = 0, StateLayers which = StateLayers::kMain);
   // The most workspace a pass of this shape takes on this backend (exact for
   // the largest pass; the memory plan and ForwardBatch size workspaces with it).
   virtual uint64_t WorkspaceBytes(const Model& model, const PassShape& shape) const = 0;
@@ -217,6 +217,9 @@ class Backend {
   virtual Status GatedDeltaNet(int32_t il, Act in, Act out) = 0;
   // out = down(silu(gate in) * up in) with layer il's dense FFN.
   virtual Status DenseFfn(int32_t il, Act in, Act out) = 0;
+  // out = w . [a | b] row by row: w has 2 x n_embd columns, the row's a
+  // values then its b values (the MTP block's eh_proj). out may be a or b.
+  virtual Status ConcatProject(const TensorView& w, Act a, Act b, Act out) = 0;
   // out = the routed experts' weighted sum for each row of `in`.
   virtual Status MoeFfn(int32_t il, Act in, Act out) = 0;
   // out += sigmoid(gate . in) * shared_expert(in).
@@ -328,6 +331,7 @@ class CpuBackend : public Backend {
   Status DenseFfn(int32_t il, Act in, Act out) override;
   Status MoeFfn(int32_t il, Act in, Act out) override;
   Status SharedExpert(int32_t il, Act in, Act out) override;
+  Status ConcatProject(const TensorView& w, Act a, Act b, Act out) override;
   Status Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) override;
   void EndPass() override;
   Status ReadAct(Act a, float* host) override;

@@ -48,7 +48,7 @@ std::vector<const TensorView*> MultipliedTensors(const Model& model) {
   };
   for (size_t r = 0; r < static_cast<size_t>(TensorRole::kCount); ++r) {
     add(model.Get(static_cast<TensorRole>(r)));
-    for (uint32_t il = 0; il < model.hp().n_layer; ++il) add(model.Get(static_cast<int32_t>(il), static_cast<TensorRole>(r)));
+    for (uint32_t il = 0; il < model.run_layers(); ++il) add(model.Get(static_cast<int32_t>(il), static_cast<TensorRole>(r)));
   }
   return out;
 }

@@ -131,7 +131,7 @@ Status CpuBackend::StartPass(const PassDesc& d) {
     if (r != d.n_rows) return Internal("BeginPass: the logits rows do not match the batch");
   }
   // Token embeddings (a row lookup dequantizes exactly, as ggml_get_rows).
-  const TensorView& emb = *W(d.model->Get(R::kTokenEmbd));
+  const TensorView& emb = *W(d.embedding ? d.embedding : d.model->Get(R::kTokenEmbd));
   float* x = p.act[0];
   for (int64_t t = 0; t < n; ++t) DequantizeRowUnchecked(emb.type, emb.Row(static_cast<uint64_t>(p.ids[t])), &x[t * E], E);
   return Status::Ok();
@@ -810,6 +810,27 @@ Status CpuBackend::SharedExpert(int32_t il, Act in, Act out_act) {
   return Status::Ok();
 }
 
+Status CpuBackend::ConcatProject(const TensorView& w, Act a, Act b, Act out) {
+  OpScope scope(*this);
+  const PassState& p = *pass_;
+  const int64_t n = p.n, E = p.hp->n_embd;
+  const WeightMatrix m = Matrix(*W(&w));
+  if (m.cols != 2 * E || m.rows != E)
+    return Internal(StrFormat("ConcatProject: a %lld x %lld matrix for rows of 2 x %lld", static_cast<long long>(m.rows),
+                              static_cast<long long>(m.cols), static_cast<long long>(E)));
+  WorkspaceScope ws_scope(*p.ws);
+  float* cat = p.ws->Take<float>(n * 2 * E);
+  if (!cat) return p.ws->Exhausted("the MTP block's input");
+  const float* x = ActPtr(a);
+  const float* y = ActPtr(b);
+  for (int64_t t = 0; t < n; ++t) {
+    std::memcpy(&cat[t * 2 * E], &x[t * E], static_cast<size_t>(E) * sizeof(float));
+    std::memcpy(&cat[t * 2 * E + E], &y[t * E], static_cast<size_t>(E) * sizeof(float));
+  }
+  MatMul(m, cat, n, ActPtr(out));
+  return Status::Ok();
+}
+
 Status CpuBackend::Logits(const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax) {
   OpScope scope(*this);
   const PassState& p = *pass_;
@@ -905,8 +926,9 @@ uint64_t ForwardWorkspaceBytes(const Model& model, const PassShape& shape) {
   // one starts).
   const uint64_t top = TakeBytes<int32_t>(n) + TakeBytes<int64_t>(n) + TakeBytes<SequenceState*>(n) +
                        TakeBytes<int64_t>(n) + TakeBytes<int32_t>(n) + 3 * TakeBytes<float>(n * hp.n_embd);
-  uint64_t stage = 0;
-  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+  // An MTP pass (once enabled): its input's concatenated rows, then its layer.
+  uint64_t stage = model.mtp_enabled() ? TakeBytes<float>(n * 2 * hp.n_embd) : 0;
+  for (uint32_t il = 0; il < model.run_layers(); ++il) {
     const LayerPlan layer = spec.Layer(hp, il);
     stage = std::max(stage, layer.mixer == Mixer::kGatedDeltaNet ? GatedDeltaNetBytes(hp, s)
                                                                  : AttentionBytes(hp, layer.mixer, s));

@@ -35,15 +35,16 @@ void BackendBuffer::Reset() {
   owner_ = nullptr;
 }
 
-Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvType kv, int64_t pass_tokens) {
+Result<SequenceState> Backend::CreateState(const HParams& hp, int64_t n_ctx, KvType kv, int64_t pass_tokens,
+                                           StateLayers which) {
   STRATA_RETURN_IF_ERROR(SequenceState::CheckKvType(hp, kv));
   SequenceState st;
   st.n_ctx = n_ctx;
   st.kv_type = kv;
-  st.swa_ring = SequenceState::SwaRingRows(hp, n_ctx, pass_tokens);
+  st.swa_ring = which == StateLayers::kMtp ? 0 : SequenceState::SwaRingRows(hp, n_ctx, pass_tokens);
   st.swa_window = st.swa_ring ? hp.n_swa : 0;
   uint64_t bytes = 0;
-  st.layers = SequenceState::Layout(hp, n_ctx, kv, &bytes, pass_tokens);
+  st.layers = SequenceState::Layout(hp, n_ctx, kv, &bytes, pass_tokens, which);
   auto buf = Allocate(bytes, StrFormat("the sequence state (%lld positions)", static_cast<long long>(n_ctx)));
   if (!buf.ok())
     return ResourceExhausted(StrFormat("cannot allocate the sequence state: %s for %lld positions (%s)",

@@ -31,48 +31,77 @@ class OpTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// The layers, as the architecture's plan describes them, on the backend's
-// ops, after BeginPass (token ids in, embeddings in kX).
-Status RunLayers(const Model& model, Backend& be, float* logits, int32_t* argmax, OpTimes* times) {
-  const HParams& hp = model.hp();
+// Layer il, as the architecture's plan describes it, on the backend's ops:
+// kX in, kX out.
+Status RunLayer(const Model& model, Backend& be, int32_t il, OpTimes* times) {
   const ArchSpec& spec = GetArchSpec(model.arch());
+  const LayerPlan layer = spec.Layer(model.hp(), static_cast<uint32_t>(il));
   auto timed = [times](int kind, auto&& op) {
     OpTimer t(times, kind);
     return op();
   };
-  for (uint32_t il_u = 0; il_u < hp.n_layer; ++il_u) {
-    const int32_t il = static_cast<int32_t>(il_u);
-    const LayerPlan layer = spec.Layer(hp, il_u);
-    // Mixer.
+  // Mixer.
+  STRATA_RETURN_IF_ERROR(
+      timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, R::kAttnNorm), Act::kH); }));
+  if (layer.mixer == Mixer::kGatedDeltaNet) {
+    STRATA_RETURN_IF_ERROR(timed(OpTimes::kDeltaNet, [&] { return be.GatedDeltaNet(il, Act::kH, Act::kY); }));
+  } else {
     STRATA_RETURN_IF_ERROR(
-        timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, R::kAttnNorm), Act::kH); }));
-    if (layer.mixer == Mixer::kGatedDeltaNet) {
-      STRATA_RETURN_IF_ERROR(timed(OpTimes::kDeltaNet, [&] { return be.GatedDeltaNet(il, Act::kH, Act::kY); }));
-    } else {
-      STRATA_RETURN_IF_ERROR(
-          timed(OpTimes::kAttention, [&] { return be.Attention(il, layer.mixer, Act::kH, Act::kY); }));
-    }
-    STRATA_RETURN_IF_ERROR(timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); }));
-    // Feed-forward.
-    STRATA_RETURN_IF_ERROR(
-        timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, layer.ffn_norm), Act::kH); }));
-    switch (layer.ffn) {
-      case FfnKind::kDense:
-        STRATA_RETURN_IF_ERROR(timed(OpTimes::kDenseFfn, [&] { return be.DenseFfn(il, Act::kH, Act::kY); }));
-        break;
-      case FfnKind::kMoe:
-        STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
-        break;
-      case FfnKind::kMoeSharedExpert:
-        STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
-        STRATA_RETURN_IF_ERROR(timed(OpTimes::kSharedExpert, [&] { return be.SharedExpert(il, Act::kH, Act::kY); }));
-        break;
-    }
-    STRATA_RETURN_IF_ERROR(timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); }));
+        timed(OpTimes::kAttention, [&] { return be.Attention(il, layer.mixer, Act::kH, Act::kY); }));
   }
-  // Output head on the rows asked for; logits out.
-  return timed(OpTimes::kOutput,
-               [&] { return be.Logits(model.Get(R::kOutputNorm), model.OutputHead(), logits, argmax); });
+  STRATA_RETURN_IF_ERROR(timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); }));
+  // Feed-forward.
+  STRATA_RETURN_IF_ERROR(
+      timed(OpTimes::kNormAdd, [&] { return be.RmsNorm(Act::kX, model.Get(il, layer.ffn_norm), Act::kH); }));
+  switch (layer.ffn) {
+    case FfnKind::kDense:
+      STRATA_RETURN_IF_ERROR(timed(OpTimes::kDenseFfn, [&] { return be.DenseFfn(il, Act::kH, Act::kY); }));
+      break;
+    case FfnKind::kMoe:
+      STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
+      break;
+    case FfnKind::kMoeSharedExpert:
+      STRATA_RETURN_IF_ERROR(timed(OpTimes::kMoe, [&] { return be.MoeFfn(il, Act::kH, Act::kY); }));
+      STRATA_RETURN_IF_ERROR(timed(OpTimes::kSharedExpert, [&] { return be.SharedExpert(il, Act::kH, Act::kY); }));
+      break;
+  }
+  return timed(OpTimes::kNormAdd, [&] { return be.Add(Act::kX, Act::kY); });
+}
+
+// The head: the hidden states when asked for (every token's kX after the
+// norm), then the logits of the rows asked for.
+Status RunHead(Backend& be, const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax,
+               float* hidden, OpTimes* times) {
+  OpTimer t(times, OpTimes::kOutput);
+  if (hidden) {
+    STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kX, norm, Act::kH));
+    STRATA_RETURN_IF_ERROR(be.ReadAct(Act::kH, hidden));
+  }
+  return be.Logits(norm, head, logits, argmax);
+}
+
+// A pass of the main layers, after BeginPass (token ids in, embeddings in kX).
+Status RunLayers(const Model& model, Backend& be, float* logits, int32_t* argmax, float* hidden, OpTimes* times) {
+  for (uint32_t il = 0; il < model.hp().n_layer; ++il)
+    STRATA_RETURN_IF_ERROR(RunLayer(model, be, static_cast<int32_t>(il), times));
+  return RunHead(be, model.Get(R::kOutputNorm), model.OutputHead(), logits, argmax, hidden, times);
+}
+
+// A pass of the MTP block (arch_spec.h, MtpBlock), after BeginPass gathered
+// its embeddings into kX; h_prev rows come from the host.
+Status RunMtp(const Model& model, Backend& be, const float* h_prev, float* logits, int32_t* argmax, float* hidden,
+              OpTimes* times) {
+  const MtpBlock& b = *GetArchSpec(model.arch()).mtp;
+  const int32_t il = model.MtpLayer();
+  {
+    OpTimer t(times, OpTimes::kNormAdd);
+    STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kX, model.Get(il, b.enorm), Act::kH));  // e
+    STRATA_RETURN_IF_ERROR(be.WriteAct(Act::kY, h_prev));
+    STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kY, model.Get(il, b.hnorm), Act::kX));  // h
+    STRATA_RETURN_IF_ERROR(be.ConcatProject(*model.Get(il, b.eh_proj), Act::kH, Act::kX, Act::kX));
+  }
+  STRATA_RETURN_IF_ERROR(RunLayer(model, be, il, times));
+  return RunHead(be, model.MtpHeadNorm(), model.MtpHead(), logits, argmax, hidden, times);
 }
 
 // Checks a batch before anything runs: states, token counts and ids, the
@@ -135,12 +164,17 @@ Status Forward(const Model& model, Backend& backend, SequenceState& state, std::
   return ForwardBatch(model, backend, {&b, 1}, options, logits);
 }
 
-Status ForwardBatch(const Model& model, Backend& backend, std::span<const SequenceBatch> batch,
-                    const ForwardOptions& options, std::vector<float>* logits) {
+namespace {
+
+// One pass of the main layers (h_prev null) or of the MTP block.
+Status RunPass(const Model& model, Backend& backend, std::span<const SequenceBatch> batch,
+               const ForwardOptions& options, std::vector<float>* logits, const float* h_prev) {
   PassDesc d;
   d.model = &model;
   d.batch = batch;
   d.options = &options;
+  d.mtp = h_prev != nullptr;
+  if (d.mtp) d.embedding = &model.MtpEmbedding();
   STRATA_RETURN_IF_ERROR(CheckBatch(model, backend, batch, d));
 
   // Scratch: the caller's workspace, or one for this pass alone.
@@ -160,14 +194,19 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
   }
   d.workspace = ws;
   d.whole = true;
-  // The logits are sized before any state changes.
-  STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * model.hp().n_vocab,
-                                       "the logits buffer"));
+  // The outputs are sized before any state changes.
+  const HParams& hp = model.hp();
+  STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * hp.n_vocab, "the logits buffer"));
   if (options.argmax) STRATA_RETURN_IF_ERROR(CheckedResize(*options.argmax, static_cast<size_t>(d.n_rows), "the argmax ids"));
+  if (options.hidden)
+    STRATA_RETURN_IF_ERROR(CheckedResize(*options.hidden, static_cast<size_t>(d.n) * hp.n_embd, "the hidden states"));
   Status st = backend.BeginPass(d);
   if (!st.ok()) return st;
+  int32_t* argmax = options.argmax ? options.argmax->data() : nullptr;
+  float* hidden = options.hidden ? options.hidden->data() : nullptr;
   try {
-    st = RunLayers(model, backend, logits->data(), options.argmax ? options.argmax->data() : nullptr, options.op_times);
+    st = d.mtp ? RunMtp(model, backend, h_prev, logits->data(), argmax, hidden, options.op_times)
+               : RunLayers(model, backend, logits->data(), argmax, hidden, options.op_times);
   } catch (const std::bad_alloc&) {
     // Only an allocation outside the workspace gets here: a backend that
     // allocates on its own (the reference backend's row buffer, a FastBackend
@@ -180,6 +219,29 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
   if (!st.ok()) return st;
   for (const SequenceBatch& sb : batch) sb.state->n_past += static_cast<int64_t>(sb.tokens.size());
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ForwardBatch(const Model& model, Backend& backend, std::span<const SequenceBatch> batch,
+                    const ForwardOptions& options, std::vector<float>* logits) {
+  for (const SequenceBatch& sb : batch)
+    if (sb.state && sb.state->layers.size() != model.hp().n_layer)
+      return Internal("ForwardBatch: a state that is not the model's (an MTP block's state: ForwardMtp)");
+  return RunPass(model, backend, batch, options, logits, nullptr);
+}
+
+Status ForwardMtp(const Model& model, Backend& backend, SequenceState& state, std::span<const int32_t> tokens,
+                  std::span<const float> h_prev, const ForwardOptions& options, std::vector<float>* logits) {
+  if (!model.mtp_enabled()) return FailedPrecondition(model.name() + ": the MTP block was not enabled (Model::EnableMtp)");
+  if (state.layers.size() != model.hp().n_layer + 1u)
+    return Internal("ForwardMtp: the state is not an MTP state (StateLayers::kMtp)");
+  if (h_prev.size() != tokens.size() * model.hp().n_embd)
+    return Internal(StrFormat("ForwardMtp: %zu hidden values for %zu tokens (expected %u a token, n_embd)",
+                              h_prev.size(), tokens.size(), model.hp().n_embd));
+  if (tokens.empty()) return InvalidArgument("no tokens to run");
+  SequenceBatch b{&state, tokens, options.all_logits};
+  return RunPass(model, backend, {&b, 1}, options, logits, h_prev.data());
 }
 
 }  // namespace strata

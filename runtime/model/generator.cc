@@ -150,22 +150,24 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
   const size_t max_rows = o.prompt_logits ? static_cast<size_t>(std::min<int64_t>(batch, r.n_prompt)) : 1;
   STRATA_RETURN_IF_ERROR(CheckedResize(logits, max_rows * n_vocab, "the logits buffer", /*reserve_only=*/true));
 
-  // Prompt, in batches.
-  auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
-    size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
-    fo.all_logits = o.prompt_logits;
-    fo.argmax = argmax_only && !o.prompt_logits && i + n == prompt.size() ? &argmax : nullptr;
-    STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, prompt.subspan(i, n), fo, &logits));
-    if (o.prompt_logits && cb.on_logits)
-      for (size_t row = 0; row < n; ++row) cb.on_logits({logits.data() + row * n_vocab, n_vocab});
-  }
-  // Speculation: checked before the draft runs the prompt.
+  // Speculation: checked before anything runs.
   const DraftModel* draft = o.draft;
+  const uint32_t n_embd = model_.hp().n_embd;
   std::vector<float> dlogits;    // the draft's logits (its last row)
   std::vector<int32_t> dargmax;  // its argmax, where only that is read
-  auto draft_pass = [&](std::span<const int32_t> tokens, const ForwardOptions& opt) {
+  // An MTP block reads each token with the target's hidden state of the
+  // position before it: the target's passes return theirs (hidden), and the
+  // rows of tokens it has not read wait beside them (pending_hidden), with
+  // the last position's row (pending_h; zeros before the first token).
+  std::vector<float> hidden, draft_hidden, pending_hidden, pending_h(n_embd, 0.0f);
+  auto draft_pass = [&](std::span<const int32_t> tokens, std::span<const float> h_prev, const ForwardOptions& opt) {
+    if (draft->mtp)
+      return ForwardMtp(*draft->model, *draft->backend, *draft->state, tokens, h_prev, opt, &dlogits)
+          .WithContext("the MTP block");
     return Forward(*draft->model, *draft->backend, *draft->state, tokens, opt, &dlogits).WithContext("the draft model");
+  };
+  auto hrow = [n_embd](const std::vector<float>& rows, int64_t i) {
+    return std::span<const float>(rows.data() + i * n_embd, n_embd);
   };
   if (draft) {
     if (!draft->model || !draft->backend || !draft->state)
@@ -176,25 +178,49 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       return InvalidArgument(StrFormat("the draft model's vocabulary has %u tokens, the target's %u: a draft must "
                                        "share the target's tokenizer",
                                        draft->model->hp().n_vocab, n_vocab));
-    if (draft->state->n_past != state_.n_past - r.n_prompt)
+    if (draft->mtp && (draft->model != &model_ || draft->backend != &backend_ || !model_.mtp_enabled()))
+      return Internal("speculative decoding: an MTP draft that is not the target's enabled block on its backend");
+    if (draft->state->n_past != state_.n_past)
       return Internal("speculative decoding: the draft's state does not hold what the target's holds");
     if (cb.on_logits)
       r.spec_off = "every row's logits are written: speculation runs without them";
     else if (o.feed_last)
       r.spec_off = "the last token is fed back: speculation runs without it";
-    if (!r.spec_off.empty()) {
-      draft = nullptr;
-    } else {  // the draft reads the prompt too
-      ForwardOptions pfo;
-      pfo.workspace = draft->workspace;
-      pfo.delta_net = o.delta_net;
-      pfo.argmax = &dargmax;
-      for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
-        const size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
-        STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, n), pfo));
-      }
+    if (!r.spec_off.empty()) draft = nullptr;
+  }
+  const bool mtp = draft && draft->mtp;
+  if (mtp && draft->hidden && state_.n_past > 0 && draft->hidden->size() == n_embd) pending_h = *draft->hidden;
+  ForwardOptions dpo;  // the draft's passes over the prompt
+  if (draft) {
+    dpo.workspace = draft->workspace;
+    dpo.delta_net = o.delta_net;
+    dpo.argmax = &dargmax;
+  }
+  if (mtp) fo.hidden = &hidden;
+
+  // Prompt, in batches.
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
+    size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
+    fo.all_logits = o.prompt_logits;
+    fo.argmax = argmax_only && !o.prompt_logits && i + n == prompt.size() ? &argmax : nullptr;
+    STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_, prompt.subspan(i, n), fo, &logits));
+    if (o.prompt_logits && cb.on_logits)
+      for (size_t row = 0; row < n; ++row) cb.on_logits({logits.data() + row * n_vocab, n_vocab});
+    if (mtp) {  // the block reads the batch: token j with the hidden state of j - 1
+      pending_hidden.assign(pending_h.begin(), pending_h.end());
+      pending_hidden.insert(pending_hidden.end(), hidden.begin(), hidden.end() - n_embd);
+      STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, n), pending_hidden, dpo));
+      auto last_row = hrow(hidden, static_cast<int64_t>(n) - 1);
+      pending_h.assign(last_row.begin(), last_row.end());
     }
   }
+  pending_hidden.clear();
+  if (draft && !mtp)  // the draft model reads the prompt too
+    for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(batch)) {
+      const size_t n = std::min(prompt.size() - i, static_cast<size_t>(batch));
+      STRATA_RETURN_IF_ERROR(draft_pass(prompt.subspan(i, n), {}, dpo));
+    }
   r.prompt_seconds = Since(t0);
   const int64_t prompt_end = state_.n_past;
   std::span<const float> last(logits.data() + logits.size() - n_vocab, n_vocab);
@@ -218,6 +244,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     // Greedy: the draft's argmax (its logits are not read); sampling: its
     // logits, for the distribution its token is drawn from.
     dfo.argmax = argmax_only ? &argmax : nullptr;
+    if (mtp) dfo.hidden = &draft_hidden;  // its own hidden states, which its next draft reads
   }
   // Speculative sampling (temperature, penalties): the draft draws from its
   // own distribution with a generator of its own; the model accepts a draft
@@ -247,7 +274,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     if (!st.ok()) return st.status().WithContext("speculative decoding's copy of the recurrent state");
     target_snap.emplace(std::move(*st));
   }
-  if (draft && recurrent(draft->model->hp())) {
+  if (draft && !mtp && recurrent(draft->model->hp())) {
     auto st = SequenceState::Create(*draft->backend, draft->model->hp(), 0, draft->state->kv_type);
     if (!st.ok()) return st.status().WithContext("speculative decoding's copy of the draft's recurrent state");
     draft_snap.emplace(std::move(*st));
@@ -293,13 +320,17 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       r.stop = StopReason::kContextFull;
       break;
     }
-    if (draft && r.spec_stopped_at >= 0) draft = nullptr;  // the adaptive rule gave up on it
+    if (draft && r.spec_stopped_at >= 0) {  // the adaptive rule gave up on it
+      draft = nullptr;
+      fo.hidden = nullptr;
+    }
     if (draft) {
       // Draft up to n tokens after `id`, verify [id, drafts] in one pass of
       // the target, keep the longest agreeing prefix and the target's next.
       const HParams& hp = model_.hp();
       int64_t n = draft->max_draft;
       n = std::min<int64_t>(n, state_.n_ctx - state_.n_past - 1);
+      n = std::min<int64_t>(n, batch - 1);  // a verification pass of n + 1 tokens within the planned passes
       n = std::min<int64_t>(n, state_.MaxPassTokens(hp) - 1);
       n = std::min<int64_t>(n, draft->state->MaxPassTokens(draft->model->hp()) - 1);
       if (o.n_predict >= 0) n = std::min<int64_t>(n, o.n_predict - static_cast<int64_t>(r.tokens.size()) - 1);
@@ -310,6 +341,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       queued.clear();
       queued_at = 0;
       draft_pending.push_back(id);
+      if (mtp) pending_hidden.insert(pending_hidden.end(), pending_h.begin(), pending_h.end());
       // Steps without drafts leave tokens the draft has not read: it reads
       // them in one pass before they outgrow a pass.
       const int64_t catch_up =
@@ -317,8 +349,9 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       if (n == 0 && static_cast<int64_t>(draft_pending.size()) >= std::max<int64_t>(catch_up, 1)) {
         ForwardOptions cfo = dfo;
         cfo.argmax = &dargmax;
-        STRATA_RETURN_IF_ERROR(draft_pass(draft_pending, cfo));
+        STRATA_RETURN_IF_ERROR(draft_pass(draft_pending, pending_hidden, cfo));
         draft_pending.clear();
+        pending_hidden.clear();
       }
       if (n > 0) {
         const int64_t target_base = state_.n_past;
@@ -328,11 +361,18 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         const int64_t draft_snap_at = draft->state->n_past;
         const std::vector<int32_t> draft_read = draft_pending;  // what the draft reads before its drafts
         std::span<const int32_t> feed(draft_pending);
+        std::span<const float> feed_h(pending_hidden);  // MTP: the rows it reads them with
+        std::vector<float> own_h;                       // MTP: its own hidden state after a draft
         history.assign(r.tokens.begin(), r.tokens.end());  // the penalties' history at each position
         qs.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           const auto td0 = std::chrono::steady_clock::now();
-          STRATA_RETURN_IF_ERROR(draft_pass(feed, dfo));
+          STRATA_RETURN_IF_ERROR(draft_pass(feed, feed_h, dfo));
+          if (mtp) {  // the next draft reads this one with the block's own hidden state
+            const auto g = hrow(draft_hidden, static_cast<int64_t>(feed.size()) - 1);
+            own_h.assign(g.begin(), g.end());
+            feed_h = own_h;
+          }
           if (feed.size() == 1) DraftAdapt::Ema(adapt.td, Since(td0));
           int32_t d;
           if (argmax_only) {
@@ -349,6 +389,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
           feed = std::span<const int32_t>(&drafted.back(), 1);
         }
         draft_pending.clear();
+        pending_hidden.clear();
         std::vector<int32_t>& verify = queued;  // [id, drafts]; the queue again below
         verify.push_back(id);
         verify.insert(verify.end(), drafted.begin(), drafted.end());
@@ -404,8 +445,11 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
         }
         // Rejected positions leave both caches (a rewind of at most n: a
         // sliding window's ring holds it, sequence_state.h).
+        // An MTP block keeps only what it read with the target's hidden
+        // states (through id); it reads the kept drafts again with theirs.
+        const int64_t draft_keep = mtp ? draft_base + 1 : draft_base + 1 + k;
         if (!state_.TruncateKv(target_base + 1 + k) ||
-            !draft->state->TruncateKv(std::min<int64_t>(draft->state->n_past, draft_base + 1 + k)))
+            !draft->state->TruncateKv(std::min<int64_t>(draft->state->n_past, draft_keep)))
           return Internal("speculative decoding: a rewind the caches could not take");
         if (target_snap && k < n) {  // back to before the pass, then [id, d1 .. dk] again
           STRATA_RETURN_IF_ERROR(backend_.CopyRecurrent(*target_snap, state_));
@@ -413,6 +457,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
           ForwardOptions rfo = fo;
           rfo.argmax = &verify_argmax;  // (its rows are the ones already read)
           rfo.op_times = nullptr;
+          rfo.hidden = nullptr;  // the verification pass's (a pass's rows do not depend on its size)
           STRATA_RETURN_IF_ERROR(Forward(model_, backend_, state_,
                                          std::span<const int32_t>(verify).first(static_cast<size_t>(k) + 1), rfo,
                                          &logits));
@@ -425,9 +470,16 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
             return Internal("speculative decoding: a rewind the draft's cache could not take");
           std::vector<int32_t> keep = draft_read;
           keep.insert(keep.end(), drafted.begin(), drafted.begin() + k);
-          STRATA_RETURN_IF_ERROR(draft_pass(keep, dfo));
+          STRATA_RETURN_IF_ERROR(draft_pass(keep, {}, dfo));
         }
-        if (k == n) draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
+        if (mtp) {  // d1 .. dk with the verification pass's rows of id .. d(k-1); dk's row waits
+          draft_pending.assign(drafted.begin(), drafted.begin() + k);
+          pending_hidden.assign(hidden.begin(), hidden.begin() + k * n_embd);
+          const auto hk = hrow(hidden, k);
+          pending_h.assign(hk.begin(), hk.end());
+        } else if (k == n) {
+          draft_pending.push_back(drafted.back());  // accepted, and the draft has not read it
+        }
         r.n_drafted += n;
         r.n_accepted += k;
         adapt.Step(n, k);
@@ -449,6 +501,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       adapt.plain_seen = true;
     }
     ++r.n_decoded;
+    if (mtp && fo.hidden) pending_h = hidden;  // one row
     last = std::span<const float>(logits.data(), n_vocab);
     if (draft) {  // no room to draft: the target's next token, as a queue of one
       queued.assign(1, argmax_only ? argmax.back() : sampler.Sample(last, r.tokens));
@@ -461,6 +514,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     }
   }
   r.gen_seconds = Since(t1);
+  if (mtp && o.draft->hidden) *o.draft->hidden = pending_h;  // its last position's, for a next run
   // A stop on an accepted draft leaves the later ones in the cache: trim it
   // to what plain decoding leaves (the prompt and every fed token). Gated
   // delta-net state cannot be trimmed (docs/speculative.md).

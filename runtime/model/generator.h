@@ -28,10 +28,23 @@ std::string_view StopReasonName(StopReason r);  // "end-of-generation token", "s
 // gives (a pass's rows do not depend on how many tokens it holds; gated
 // delta-net layers run their sequential form). Where it cannot run, the run goes on without
 // it and GenerateResult::spec_off says why.
+//
+// Or with the model's own MTP block (mtp: arch_spec.h, MtpBlock): model and
+// backend are the target's (its EnableMtp called before the backend bound
+// it), state an MTP state (StateLayers::kMtp) holding what the target's
+// holds. The block reads each token with the target's hidden state of the
+// position before it (zeros before the first token of a run), and drafts on
+// from its own; after a verification pass, it reads the kept tokens again
+// with the target's hidden states.
 struct DraftModel {
   const Model* model = nullptr;
   Backend* backend = nullptr;
   SequenceState* state = nullptr;  // holds what the target's state holds (the same tokens)
+  bool mtp = false;                // the target's MTP block (above)
+  // MTP: where a run leaves the model's hidden state of its last position
+  // and the next run, when its state holds what this one's left, reads its
+  // first token with it (null, or a run whose state is empty: zeros).
+  std::vector<float>* hidden = nullptr;
   Workspace* workspace = nullptr;  // the draft's passes' (null: one per pass)
   int32_t max_draft = 3;           // tokens drafted per step, 1..16
   // The draft's own sampling when the run samples (a lower temperature, say);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "runtime/base/strings.h"
 #include "runtime/model/kernel_coverage.h"
 
 namespace strata {
@@ -91,6 +92,46 @@ size_t Model::UseDecodeCopies(DecodeCopyPolicy policy, const FastKernelWherePlac
   for (auto& layer : layers_)
     for (const TensorView*& t : layer) choose(t);
   return switched;
+}
+
+std::string Model::MtpMissing() const {
+  const ArchSpec& spec = GetArchSpec(arch_);
+  if (!spec.mtp) return std::string(ArchName(arch_)) + " has no MTP block Strata runs";
+  if (hp_.nextn_predict_layers == 0) return "the pack has no MTP layer (nextn_predict_layers is 0)";
+  for (TensorRole r : {spec.mtp->enorm, spec.mtp->hnorm, spec.mtp->eh_proj, TensorRole::kAttnNorm})
+    if (!MtpGet(r))
+      return StrFormat("the MTP layer (blk.%u) has no %s tensor", hp_.n_layer, std::string(TensorRoleName(r)).c_str());
+  return "";
+}
+
+Status Model::EnableMtp() {
+  const std::string missing = MtpMissing();
+  if (!missing.empty()) return FailedPrecondition(name_ + ": no MTP block to run: " + missing);
+  mtp_ = true;
+  return Status::Ok();
+}
+
+// The block's own tensor of a role, where the architecture has a block.
+namespace {
+const TensorView* OwnMtp(const Model& m, TensorRole MtpBlock::*role) {
+  const MtpBlock* b = GetArchSpec(m.arch()).mtp;
+  return b ? m.MtpGet(b->*role) : nullptr;
+}
+}  // namespace
+
+const TensorView& Model::MtpEmbedding() const {
+  const TensorView* t = OwnMtp(*this, &MtpBlock::embed);
+  return t ? *t : *Get(TensorRole::kTokenEmbd);
+}
+
+const TensorView* Model::MtpHeadNorm() const {
+  const TensorView* t = OwnMtp(*this, &MtpBlock::head_norm);
+  return t ? t : Get(TensorRole::kOutputNorm);
+}
+
+const TensorView& Model::MtpHead() const {
+  const TensorView* t = OwnMtp(*this, &MtpBlock::head);
+  return t ? *t : OutputHead();
 }
 
 ExpertExtras ExpertExtrasOf(const Model& model, int32_t layer, uint32_t expert) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/arch/arch_spec.h"
@@ -103,6 +104,28 @@ class Model {
   // and one row of the token embedding. Divided by memory bandwidth, this is
   // the decode roofline.
   uint64_t DecodeBytesPerToken() const;
+  // --- the MTP block (ArchSpec::mtp, docs/speculative.md) -------------------
+  // Why this model cannot run an MTP block ("" when it can): its
+  // architecture has none, its pack holds no nextn layer, or a required
+  // tensor of the block is missing.
+  std::string MtpMissing() const;
+  bool HasMtp() const { return MtpMissing().empty(); }
+  // Makes the MTP block part of what runs: call before a backend binds the
+  // model (MakeBackend), so that it binds the block's layer and sizes
+  // workspaces for its passes. Errors: MtpMissing.
+  Status EnableMtp();
+  bool mtp_enabled() const { return mtp_; }
+  // The layers backends bind and the memory plan counts: n_layer, plus the
+  // MTP layer once enabled.
+  uint32_t run_layers() const { return hp_.n_layer + (mtp_ ? 1u : 0u); }
+  // The MTP block's layer index, its embedding, head norm and head (each its
+  // own tensor where the pack has it, else the model's).
+  int32_t MtpLayer() const { return static_cast<int32_t>(hp_.n_layer); }
+  const TensorView& MtpEmbedding() const;
+  const TensorView* MtpHeadNorm() const;
+  const TensorView& MtpHead() const;
+  const TensorView* MtpGet(TensorRole role) const { return hp_.nextn_predict_layers ? Get(MtpLayer(), role) : nullptr; }
+
   // F32 data of a 1-D F32 tensor (norm weights and the like).
   static const float* F32(const TensorView* t) { return t ? reinterpret_cast<const float*>(t->data.data()) : nullptr; }
 
@@ -111,6 +134,7 @@ class Model {
   std::span<const TensorView> tensors_;
   Arch arch_ = Arch::kVocabOnly;
   HParams hp_;
+  bool mtp_ = false;
   std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)> global_{};
   std::vector<std::array<const TensorView*, static_cast<size_t>(TensorRole::kCount)>> layers_;
 };

@@ -17,6 +17,7 @@ class Backend;
 class BackendBuffer;
 class Model;
 class Workspace;
+struct TensorView;
 struct SwiGluMatrices;
 struct SequenceState;
 
@@ -133,6 +134,10 @@ struct ForwardOptions {
   // per row, computed where the logits are (a device backend downloads the
   // ids, not the rows); the logits rows themselves may then be left unwritten.
   std::vector<int32_t>* argmax = nullptr;
+  // Set: the pass's hidden states, every token's (n x n_embd floats, token
+  // order), after the output norm: what an MTP block reads as h_prev
+  // (ForwardMtp; of an MTP pass, its own after its head norm).
+  std::vector<float>* hidden = nullptr;
 };
 
 // One sequence's part of a batch.
@@ -153,6 +158,12 @@ struct PassDesc {
   int64_t n = 0;                   // tokens, all sequences together
   int64_t max_keys = 1;            // largest position + 1
   int64_t n_rows = 0;              // logits rows asked for
+  // The table BeginPass gathers the tokens' embeddings from (null: the
+  // model's token_embd; an MTP pass: its block's, Model::MtpEmbedding).
+  const TensorView* embedding = nullptr;
+  // An MTP pass (ForwardMtp): the model's MTP layer on an MTP state, with
+  // host rows written into it mid-pass (no recorded replay).
+  bool mtp = false;
   // The whole forward pass runs, from BeginPass through every layer to
   // Logits, with no other host access between the ops (ForwardBatch): a
   // backend may record the pass once and replay it (the GPU backend's decode

@@ -27,6 +27,7 @@ enum class PlanItem : uint8_t {
   kKvCache,
   kRecurrentState,
   kRecurrentSnapshots,  // the server's copy of each slot's recurrent state (prefix reuse)
+  kMtpCache,           // the MTP block's own KV cache, one per sequence (--spec mtp)
   kForwardWorkspace,
   kLargePageRounding,  // the states and workspace rounded up to whole large pages
   kBackendScratch,     // the matrix engine's scratch (Backend::ScratchBytes)

@@ -16,8 +16,9 @@ int64_t SequenceState::SwaRingRows(const HParams& hp, int64_t n_ctx, int64_t pas
 }
 
 std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64_t n_ctx, KvType kv,
-                                                        uint64_t* bytes, int64_t pass_tokens) {
-  std::vector<Layer> layers(hp.n_layer);
+                                                        uint64_t* bytes, int64_t pass_tokens, StateLayers which) {
+  const bool mtp = which == StateLayers::kMtp;
+  std::vector<Layer> layers(hp.n_layer + (mtp ? 1u : 0u));
   uint64_t at = 0, end = 0;  // the next part's offset, the end of the last nonempty part
   auto place = [&](Part& p, uint64_t n) {
     p.offset = at;
@@ -26,7 +27,7 @@ std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64
     at += (n + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   };
   const int64_t ring = SwaRingRows(hp, n_ctx, pass_tokens);
-  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+  for (uint32_t il = mtp ? hp.n_layer : 0; il < layers.size(); ++il) {
     Layer& l = layers[il];
     l.ring = ring > 0 && hp.IsSwaLayer(il);
     const auto positions = static_cast<uint64_t>(l.ring ? 2 * ring : n_ctx);
@@ -45,9 +46,10 @@ std::vector<SequenceState::Layer> SequenceState::Layout(const HParams& hp, int64
   return layers;
 }
 
-uint64_t SequenceState::BytesFor(const HParams& hp, int64_t n_ctx, KvType kv, int64_t pass_tokens) {
+uint64_t SequenceState::BytesFor(const HParams& hp, int64_t n_ctx, KvType kv, int64_t pass_tokens,
+                                 StateLayers which) {
   uint64_t bytes = 0;
-  Layout(hp, n_ctx, kv, &bytes, pass_tokens);
+  Layout(hp, n_ctx, kv, &bytes, pass_tokens, which);
   return bytes;
 }
 
@@ -77,8 +79,8 @@ Status SequenceState::CheckKvType(const HParams& hp, KvType kv) {
 }
 
 Result<SequenceState> SequenceState::Create(Backend& backend, const HParams& hp, int64_t n_ctx, KvType kv,
-                                            int64_t pass_tokens) {
-  return backend.CreateState(hp, n_ctx, kv, pass_tokens);
+                                            int64_t pass_tokens, StateLayers which) {
+  return backend.CreateState(hp, n_ctx, kv, pass_tokens, which);
 }
 
 Status SequenceState::Clear() {

@@ -16,6 +16,11 @@
 
 namespace strata {
 
+// Which layers a state holds: the model's (kMain), or its MTP layer alone
+// (kMtp: an MTP block's own KV cache, docs/speculative.md; `layers` then
+// has n_layer + 1 entries, the main ones empty).
+enum class StateLayers : uint8_t { kMain = 0, kMtp = 1 };
+
 struct SequenceState {
   int64_t n_ctx = 0;   // positions the KV cache holds
   int64_t n_past = 0;  // positions already processed
@@ -61,14 +66,15 @@ struct SequenceState {
   // n_ctx.
   static int64_t SwaRingRows(const HParams& hp, int64_t n_ctx, int64_t pass_tokens);
   // Bytes a state for these hyperparameters and context takes.
-  static uint64_t BytesFor(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32, int64_t pass_tokens = 0);
+  static uint64_t BytesFor(const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32, int64_t pass_tokens = 0,
+                           StateLayers which = StateLayers::kMain);
   // The part of BytesFor that does not grow with the context (recurrent state).
   static uint64_t RecurrentBytesFor(const HParams& hp) { return BytesFor(hp, 0); }
   // The layout for n_ctx positions and passes of at most pass_tokens tokens
   // of one sequence (0: unbounded, no ring); `bytes` (if given): the end of
   // its last part, which is BytesFor.
   static std::vector<Layer> Layout(const HParams& hp, int64_t n_ctx, KvType kv, uint64_t* bytes = nullptr,
-                                   int64_t pass_tokens = 0);
+                                   int64_t pass_tokens = 0, StateLayers which = StateLayers::kMain);
   // Whether this model's KV rows can be stored as `kv` (Q8_0: head dimensions
   // a multiple of 32); the error says which dimension does not fit.
   static Status CheckKvType(const HParams& hp, KvType kv);
@@ -76,7 +82,7 @@ struct SequenceState {
   // for passes of at most pass_tokens tokens of this sequence (0: any
   // size; a sliding-window model then keeps every position).
   static Result<SequenceState> Create(Backend& backend, const HParams& hp, int64_t n_ctx, KvType kv = KvType::kF32,
-                                      int64_t pass_tokens = 0);
+                                      int64_t pass_tokens = 0, StateLayers which = StateLayers::kMain);
   // Forgets all positions and zeroes the recurrent state (keeps the memory).
   Status Clear();
   // Keeps the first n positions (attention layers only; recurrent state

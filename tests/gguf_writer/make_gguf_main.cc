@@ -26,6 +26,7 @@ int Main(int argc, char** argv) {
   std::string arch = "qwen3moe", preset = "tiny", type = "Q8_0", mix, tok, out, breaks, rope_scaling, vocab_from, pre;
   bool qk_norm = false, f32_math = false, print_xxh3 = false, split_qkvz = false, lite = false, legacy_kv_b = false;
   uint32_t layers = 0, split = 1, context_length = 0;
+  int32_t mtp = -1;  // --mtp; -1: the preset's
   uint64_t seed = 1;
   app.add_option("--arch", arch, "llama, qwen3, qwen3moe, qwen35moe, qwen3next, glm4moe, gpt-oss or deepseek2");
   app.add_flag("--legacy-kv-b", legacy_kv_b,
@@ -42,6 +43,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(16u, 1u << 20));
   app.add_flag("--split-qkvz", split_qkvz,
                "qwen3next: write attn_qkv + attn_gate (the newer converter's form) instead of the fused ssm_in");
+  app.add_option("--mtp", mtp,
+                 "MTP (nextn) layers after the main ones: 1 writes one MTP block, 0 none (qwen35moe, glm4moe; "
+                 "default: the preset's: glm4moe's tiny preset has one)")
+      ->check(CLI::Range(0, 1));
   app.add_flag("--qk-norm", qk_norm, "write the optional QK-norm tensors (glm4moe: as GLM-4.5)");
   app.add_option("--vocab-from", vocab_from,
                  "write a vocab-only GGUF: this GGUF's metadata without its tensors (--pre renames its pre-tokenizer)");
@@ -109,6 +114,14 @@ int Main(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "strata-make-gguf: unknown --preset %s for --arch %s\n", preset.c_str(), arch.c_str());
     return kExitUsage;
+  }
+  if (mtp >= 0) {
+    if (s.arch != Arch::kQwen35Moe && s.arch != Arch::kGlm4Moe) {
+      std::fprintf(stderr, "strata-make-gguf: --mtp: %s has no MTP block (qwen35moe and glm4moe have)\n", arch.c_str());
+      return kExitUsage;
+    }
+    s.hp.n_layer_all = s.hp.n_layer + static_cast<uint32_t>(mtp);
+    s.hp.nextn_predict_layers = static_cast<uint32_t>(mtp);
   }
   const GgmlTypeInfo* t = FindGgmlTypeByName(type);
   if (!t || !t->weight) {

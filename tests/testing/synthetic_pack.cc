@@ -14,13 +14,15 @@ Result<OpenedModel> OpenPack(const std::string& path) {
 }
 
 Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed,
-                                      const std::function<void(SyntheticModelSpec&)>& tweak) {
+                                      const std::function<void(SyntheticModelSpec&)>& tweak,
+                                      const std::function<void(GgufBuilder&)>& edit) {
   SyntheticModelSpec s;
   s.arch = arch;
   s.hp = TinyHParams(arch);
   s.seed = seed;
   if (tweak) tweak(s);
   STRATA_ASSIGN_OR_RETURN(GgufBuilder b, BuildSyntheticModel(s));
+  if (edit) edit(b);
   const std::string gguf = dir + "/" + name + ".gguf", pack = dir + "/" + name + ".strata";
   STRATA_RETURN_IF_ERROR(b.WriteFile(gguf));
   PackOptions o;

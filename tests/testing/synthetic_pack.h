@@ -20,8 +20,10 @@ struct OpenedModel {
 
 // The tiny preset of `arch` (TinyLlama/TinyQwen3Moe/TinyQwen35MoeHParams),
 // changed by `tweak`, packed without a probe into `dir`/NAME.strata.
+// `edit`, when given, changes the GGUF's tensors before it is packed.
 Result<OpenedModel> MakeSyntheticPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed = 5,
-                                      const std::function<void(SyntheticModelSpec&)>& tweak = {});
+                                      const std::function<void(SyntheticModelSpec&)>& tweak = {},
+                                      const std::function<void(GgufBuilder&)>& edit = {});
 // A tiny `arch` model (its tiny preset) whose routed experts are
 // `expert_type`, written as dir/NAME.gguf and packed, with an expert profile
 // of 200 tokens and the given decode copies, into dir/NAME.strata; the
