@@ -64,6 +64,10 @@ int Main(int argc, char** argv) {
   app.add_flag("--json", json, "machine-readable output on stdout");
   app.add_flag("--dry-run", o.dry_run, "report what would be fixed or refused; write nothing");
   app.add_option("--set", sets, "override a hyperparameter key before any check: KEY=VALUE (recorded as a fix)");
+  std::string mtp_from;
+  app.add_option("--mtp-from", mtp_from,
+                 "take the MTP block (qwen35moe, glm4moe) from this GGUF, which a publisher ships apart from the "
+                 "model; checked against the model's metadata (docs/speculative.md)");
   app.add_flag("--allow-unsafe-fixes", o.allow_unsafe_fixes,
                "apply fixes that are not provably safe (e.g. an f64 that f32 cannot hold exactly)");
   app.add_flag("--drop-unknown-tensors", o.drop_unknown_tensors, "leave out tensors the architecture does not use");
@@ -119,6 +123,17 @@ int Main(int argc, char** argv) {
     if (json) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", model.status().message()}}.dump(2).c_str());
     std::fprintf(stderr, "strata-pack: error: %s\n", model.status().message().c_str());
     return kExitError;
+  }
+  if (!mtp_from.empty() && inspect) {
+    std::fprintf(stderr, "strata-pack: --mtp-from packs a model with its block; --inspect one GGUF at a time\n");
+    return kExitUsage;
+  }
+  if (!mtp_from.empty()) {
+    if (Status st = AttachMtpFrom(*model, mtp_from, &o); !st.ok()) {
+      if (json) std::printf("%s\n", nlohmann::json{{"ok", false}, {"error", st.message()}}.dump(2).c_str());
+      std::fprintf(stderr, "strata-pack: error: %s\n", st.message().c_str());
+      return kExitError;
+    }
   }
   if (inspect) {
     if (json) {

@@ -18,6 +18,8 @@ struct PackOptions {
   bool drop_unknown_tensors = false;  // --drop-unknown-tensors: leave out tensors the spec does not know
   // --set KEY=VALUE: metadata overrides, applied before any check (recorded as fixes).
   std::vector<std::pair<std::string, std::string>> overrides;
+  // --mtp-from FILE: the MTP block's tensors come from this GGUF (AttachMtpFrom).
+  std::string mtp_from;
   bool compress_tokenizer = true;     // zstd-compress large tokenizer sections
   bool probe = true;                  // record a probe (reference-path logits) for strata-validate to replay
   bool profile = true;                // --no-profile: do not measure an expert profile (MoE models)

@@ -137,7 +137,12 @@ std::vector<std::string> PackOptions::Recorded() const {
   std::vector<std::string> r;
   if (allow_unsafe_fixes) r.push_back("--allow-unsafe-fixes");
   if (drop_unknown_tensors) r.push_back("--drop-unknown-tensors");
-  for (const auto& [k, v] : overrides) r.push_back("--set " + k + "=" + v);
+  auto ends = [](const std::string& k, std::string_view tail) {
+    return k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const auto& [k, v] : overrides)  // (--mtp-from's two keys: recorded as --mtp-from below)
+    if (mtp_from.empty() || !(ends(k, ".block_count") || ends(k, ".nextn_predict_layers")))
+      r.push_back("--set " + k + "=" + v);
   if (!compress_tokenizer) r.push_back("--no-compress-tokenizer");
   if (!probe) r.push_back("--no-probe");
   if (!profile) r.push_back("--no-profile");
@@ -146,6 +151,7 @@ std::vector<std::string> PackOptions::Recorded() const {
     r.push_back("--profile-tokens " + std::to_string(profile_tokens));
   if (decode_copies == DecodeCopyType::kQ8_0) r.push_back("--decode-copies q8_0");
   if (blob_alignment != PackOptions{}.blob_alignment) r.push_back("blob alignment " + std::to_string(blob_alignment));
+  if (!mtp_from.empty()) r.push_back("--mtp-from " + BaseName(mtp_from));
   return r;
 }
 
@@ -357,6 +363,100 @@ Status BuildManifest(flatbuffers::FlatBufferBuilder& b, const gguf::GgufModel& m
 
 }  // namespace
 
+namespace {
+
+// Whether two metadata values are equal: type, value, every element.
+bool SameValue(const gguf::Value& a, const gguf::Value& b) {
+  if (a.type != b.type) return false;
+  if (!a.is_array()) return a.u64 == b.u64 && a.i64 == b.i64 && a.f64 == b.f64 && a.str == b.str;
+  if (a.elem_type != b.elem_type || a.count != b.count) return false;
+  if (a.elem_type == gguf::ValueType::kString) return a.strings == b.strings;
+  for (uint64_t i = 0; i < a.count; ++i)
+    if (a.ElementText(i) != b.ElementText(i)) return false;
+  return true;
+}
+
+Result<uint64_t> U32Key(const gguf::GgufModel& m, const std::string& key, const std::string& file, bool required) {
+  const gguf::KeyValue* kv = m.Find(key);
+  if (!kv) {
+    if (required) return InvalidArgument(file + ": metadata '" + key + "' is missing");
+    return uint64_t{0};
+  }
+  if (!kv->value.is_integer() || (kv->value.is_signed_integer() && kv->value.i64 < 0))
+    return InvalidArgument(file + ": metadata '" + key + "': expected an unsigned integer, found " +
+                           kv->value.Describe());
+  return kv->value.u64;
+}
+
+}  // namespace
+
+Status AttachMtpFrom(gguf::GgufModel& model, const std::string& path, PackOptions* options) {
+  const std::string what = "--mtp-from " + path;
+  STRATA_ASSIGN_OR_RETURN(gguf::GgufModel mtp, gguf::GgufModel::Open(path));
+  auto arch = model.GetString("general.architecture");
+  auto mtp_arch = mtp.GetString("general.architecture");
+  if (!arch.ok()) return InvalidArgument("--mtp-from: the model has no general.architecture");
+  if (!mtp_arch.ok() || *mtp_arch != *arch)
+    return InvalidArgument(what + ": general.architecture: expected \"" + std::string(*arch) + "\" (the model's), found " +
+                           (mtp_arch.ok() ? "\"" + Printable(*mtp_arch) + "\"" : std::string("none")));
+  const std::string a(*arch);
+  const std::optional<Arch> known = ArchFromName(a);
+  if (!known || !GetArchSpec(*known).mtp)
+    return InvalidArgument(what + ": " + a + " has no MTP block Strata runs (qwen35moe and glm4moe have)");
+  const std::string bc = a + ".block_count", nx = a + ".nextn_predict_layers";
+  for (const auto& [k, v] : options->overrides)
+    if (k == bc || k == nx) return InvalidArgument(what + ": it sets " + k + " itself; drop --set " + k);
+  STRATA_ASSIGN_OR_RETURN(uint64_t blocks, U32Key(model, bc, "the model", true));
+  STRATA_ASSIGN_OR_RETURN(uint64_t nextn, U32Key(model, nx, "the model", false));
+  STRATA_ASSIGN_OR_RETURN(uint64_t mtp_blocks, U32Key(mtp, bc, path, true));
+  STRATA_ASSIGN_OR_RETURN(uint64_t mtp_nextn, U32Key(mtp, nx, path, true));
+  if (nextn > blocks) return InvalidArgument(StrFormat("the model: %s %llu is more than %s %llu", nx.c_str(),
+                                                       static_cast<unsigned long long>(nextn), bc.c_str(),
+                                                       static_cast<unsigned long long>(blocks)));
+  const uint64_t n_layer = blocks - nextn;
+  if (mtp_nextn == 0 || mtp_nextn > mtp_blocks)
+    return InvalidArgument(StrFormat("%s: %s: expected 1 or more MTP layers (at most %s), found %llu", what.c_str(),
+                                     nx.c_str(), bc.c_str(), static_cast<unsigned long long>(mtp_nextn)));
+  if (mtp_blocks - mtp_nextn != n_layer)
+    return InvalidArgument(StrFormat("%s: %s - %s: expected %llu (the model's main layers), found %llu", what.c_str(),
+                                     bc.c_str(), nx.c_str(), static_cast<unsigned long long>(n_layer),
+                                     static_cast<unsigned long long>(mtp_blocks - mtp_nextn)));
+  // Every other key of the architecture, as the model's file has it (a key
+  // --set overrides is the user's to answer for: not compared).
+  for (const gguf::KeyValue& kv : mtp.metadata()) {
+    const std::string key(kv.key);
+    if (key.rfind(a + ".", 0) != 0 || key == bc || key == nx) continue;
+    bool overridden = false;
+    for (const auto& [k, v] : options->overrides) overridden |= k == key;
+    if (overridden) continue;
+    const gguf::KeyValue* mine = model.Find(key);
+    if (!mine)
+      return InvalidArgument(what + ": metadata '" + key + "' (" + kv.value.Describe() +
+                             ") is not in the model: the block may be of another model");
+    if (!SameValue(mine->value, kv.value))
+      return InvalidArgument(what + ": metadata '" + key + "': expected " + mine->value.Describe() +
+                             " (the model's), found " + kv.value.Describe() + ": the block is of another model");
+  }
+  // The block's tensors: blk.N.* for N in n_layer .. n_layer + mtp_nextn - 1.
+  auto in_block = [&](std::string_view name) {
+    for (uint64_t il = n_layer; il < n_layer + mtp_nextn; ++il)
+      if (name.rfind(StrFormat("blk.%llu.", static_cast<unsigned long long>(il)), 0) == 0) return true;
+    return false;
+  };
+  for (const gguf::TensorInfo& t : model.tensors())
+    if (in_block(t.name))
+      return InvalidArgument(what + ": the model already has tensor '" + Printable(t.name) +
+                             "' of the MTP layers: take the block from one file");
+  STRATA_ASSIGN_OR_RETURN(size_t taken, model.AddTensorsFrom(std::move(mtp), in_block));
+  if (taken == 0)
+    return InvalidArgument(StrFormat("%s: no tensor of blk.%llu (the MTP layer) in it", what.c_str(),
+                                     static_cast<unsigned long long>(n_layer)));
+  options->overrides.emplace_back(bc, std::to_string(n_layer + mtp_nextn));
+  options->overrides.emplace_back(nx, std::to_string(mtp_nextn));
+  options->mtp_from = path;
+  return Status::Ok();
+}
+
 Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options, const ProgressFn& progress) {
   auto t0 = std::chrono::steady_clock::now();
   PackResult r;
@@ -365,6 +465,13 @@ Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& op
   // 1. Architecture. 2. Tokenizer and hyperparameters.
   if (!ResolveArch(model, &r)) return r;
   STRATA_RETURN_IF_ERROR(ImportTokenizerAndHParams(model, options, &r));
+  if (!options.mtp_from.empty())  // the keys AttachMtpFrom set: fixes of their own kind
+    for (Fix& f : r.log.fixes)
+      if (f.kind == "user-override" &&
+          (f.location == r.arch_name + ".block_count" || f.location == r.arch_name + ".nextn_predict_layers")) {
+        f.kind = "mtp-from";
+        f.reason = "the MTP block's tensors come from " + BaseName(options.mtp_from) + " (--mtp-from)";
+      }
   if (r.log.refused()) return r;
 
   // 3. Tensors.

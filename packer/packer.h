@@ -62,4 +62,15 @@ struct PackResult {
 Result<PackResult> PackModel(const gguf::GgufModel& model, const PackOptions& options,
                              const ProgressFn& progress = nullptr);
 
+// strata-pack --mtp-from FILE: some publishers ship a model's MTP block as
+// a GGUF of its own (the model's metadata, its block_count and
+// nextn_predict_layers counting the block, and only the block's tensors).
+// Checks it against `model` (the same architecture, one with an MTP block;
+// every key of the architecture but those two equal; its main layers those
+// of `model`), takes the block's tensors (blk.N.* for the MTP layers N) into
+// `model`, and sets the two keys for the packer (options->overrides; the
+// pack records them as "mtp-from" fixes). Errors name the key or tensor,
+// what `model` has and what the file has.
+Status AttachMtpFrom(gguf::GgufModel& model, const std::string& path, PackOptions* options);
+
 }  // namespace strata

@@ -170,7 +170,12 @@ std::vector<PlannedTensor> PlanTensors(const gguf::GgufModel& model, Arch arch, 
   const ArchSpec& spec = GetArchSpec(arch);
   std::unordered_set<std::string> expected_names;
   const std::map<std::string, SplitSource> split_sources = FindSplitSources(model, spec, *hp, &expected_names, log);
+  // The MTP (nextn) layers are checked on their own log: a block that fails
+  // its checks is dropped whole, with a recorded fix, never half-kept.
+  FixLog mtp_log;
+  FixLog* const main_log = log;
   for (const ExpectedTensor& e : ExpectedTensors(spec, *hp)) {
+    log = e.layer >= 0 && static_cast<uint32_t>(e.layer) >= hp->n_layer ? &mtp_log : main_log;
     expected_names.insert(e.name);
     const gguf::TensorInfo* t = model.FindTensor(e.name);
     if (!t && spec.fused_kv_b && (e.spec->role == TensorRole::kAttnKB || e.spec->role == TensorRole::kAttnVB)) {
@@ -270,6 +275,26 @@ std::vector<PlannedTensor> PlanTensors(const gguf::GgufModel& model, Arch arch, 
     }
     plan.push_back(std::move(p));
   }
+  log = main_log;
+  if (mtp_log.refused() && !options.mtp_from.empty()) {  // a block asked for by name: its faults are refusals
+    for (Refusal& r : mtp_log.refusals)
+      log->Refuse(r.location + " (from --mtp-from " + options.mtp_from + ")", r.message, r.override_flag);
+  } else if (mtp_log.refused()) {
+    const uint32_t first = hp->n_layer;
+    std::erase_if(plan, [first](const PlannedTensor& p) { return p.layer >= 0 && static_cast<uint32_t>(p.layer) >= first; });
+    std::string why;
+    for (const Refusal& r : mtp_log.refusals) why += (why.empty() ? "" : "; ") + r.location + ": " + r.message;
+    log->AddFix("drop-mtp-block", StrFormat("blk.%u (MTP)", first),
+                StrFormat("%u MTP layer%s", hp->nextn_predict_layers, hp->nextn_predict_layers == 1 ? "" : "s"),
+                "absent (nextn_predict_layers 0)",
+                "its tensors failed their checks (" + why +
+                    "); the model runs without it, and speculative decoding with --spec mtp is not available");
+    hp->n_layer_all = hp->n_layer;
+    hp->nextn_predict_layers = 0;
+  } else {
+    for (Fix& f : mtp_log.fixes) log->fixes.push_back(std::move(f));
+  }
+  for (std::string& w : mtp_log.warnings) log->warnings.push_back(std::move(w));
 
   size_t unknown = 0;
   for (const gguf::TensorInfo& t : model.tensors()) {

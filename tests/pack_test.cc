@@ -14,6 +14,7 @@
 
 #include "packer/gguf/gguf_file.h"
 #include "runtime/base/strings.h"
+#include "runtime/model/model.h"
 #include "packer/tokenizer_import.h"
 #include "runtime/pack/pack_enums.h"
 #include "runtime/pack/pack_format.h"
@@ -905,6 +906,131 @@ TEST(PackRefusals, SafeNormalizationsAreAppliedAndRecorded) {
   float v;
   std::memcpy(&v, t->data.data() + 400, 4);
   EXPECT_EQ(v, 1.0f);
+}
+
+// An MTP block that fails its checks (a tensor of another shape, a required
+// one missing) is dropped whole, with a recorded fix: the rest of the model
+// packs and runs, and the pack holds no tensor of that layer.
+TEST(PackRefusals, ABrokenMtpBlockIsDroppedWithARecordedFix) {
+  const std::string dir = testing::ScratchDir("pack_mtp_drop");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen35Moe;
+  s.hp = testing::TinyQwen35MoeHParams();
+  s.hp.n_layer_all = 5;
+  s.hp.nextn_predict_layers = 1;
+  const std::string bad_shape = "blk.4.nextn.eh_proj.weight", missing = "blk.4.nextn.hnorm.weight";
+  for (const std::string& broken : {bad_shape, missing}) {
+    SCOPED_TRACE(broken);
+    auto b = testing::BuildSyntheticModel(s);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    if (broken == bad_shape) b->ReshapeTensor(broken, {static_cast<int64_t>(s.hp.n_embd), 2 * static_cast<int64_t>(s.hp.n_embd)});
+    else b->RemoveTensor(broken);
+    ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
+    auto r = PackFile(dir + "/m.gguf", dir + "/m.strata");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->hparams.nextn_predict_layers, 0u);
+    EXPECT_EQ(r->hparams.n_layer_all, 4u);
+    const Fix* drop = nullptr;
+    for (const Fix& f : r->log.fixes)
+      if (f.kind == "drop-mtp-block") drop = &f;
+    ASSERT_NE(drop, nullptr);
+    EXPECT_EQ(drop->location, "blk.4 (MTP)");
+    EXPECT_THAT(drop->reason, HasSubstr(broken));
+    auto p = Pack::Open(dir + "/m.strata");
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    for (const TensorView& t : (*p)->tensors()) EXPECT_LT(t.layer, 4) << t.name;
+    auto m = Model::Create(**p);
+    ASSERT_TRUE(m.ok());
+    EXPECT_THAT(m->MtpMissing(), HasSubstr("nextn_predict_layers is 0"));
+  }
+}
+
+// strata-pack --mtp-from: a model without its MTP block, and the block as a
+// GGUF of its own (the model's metadata, only blk.4's tensors), pack to the
+// tensors of the whole model; a block of another model is refused naming
+// the key that differs, and one the model already has, the tensor.
+TEST(PackMtpFrom, TheBlockFromItsOwnFileGivesTheWholeModelsTensors) {
+  const std::string dir = testing::ScratchDir("pack_mtp_from");
+  testing::SyntheticModelSpec s;
+  s.arch = Arch::kQwen35Moe;
+  s.hp = testing::TinyQwen35MoeHParams();
+  s.hp.n_layer_all = 5;
+  s.hp.nextn_predict_layers = 1;
+  auto whole = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_TRUE(whole->WriteFile(dir + "/whole.gguf").ok());
+  std::vector<std::string> block, trunk;
+  {
+    auto g = gguf::GgufModel::Open(dir + "/whole.gguf");
+    ASSERT_TRUE(g.ok());
+    for (const gguf::TensorInfo& t : g->tensors())
+      (std::string(t.name).rfind("blk.4.", 0) == 0 ? block : trunk).push_back(std::string(t.name));
+  }
+  ASSERT_FALSE(block.empty());
+  auto main_only = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(main_only.ok());
+  for (const std::string& n : block) main_only->RemoveTensor(n);
+  main_only->U32("qwen35moe.block_count", 4).Remove("qwen35moe.nextn_predict_layers");
+  ASSERT_TRUE(main_only->WriteFile(dir + "/main.gguf").ok());
+  auto mtp_only = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(mtp_only.ok());
+  for (const std::string& n : trunk) mtp_only->RemoveTensor(n);
+  ASSERT_TRUE(mtp_only->WriteFile(dir + "/mtp.gguf").ok());
+
+  auto want = PackFile(dir + "/whole.gguf", dir + "/whole.strata");
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  PackOptions o;
+  o.mtp_from = dir + "/mtp.gguf";
+  auto got = PackFile(dir + "/main.gguf", dir + "/joined.strata", o);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->hparams.nextn_predict_layers, 1u);
+  EXPECT_EQ(got->hparams.n_layer, 4u);
+  int mtp_fixes = 0;
+  for (const Fix& f : got->log.fixes) mtp_fixes += f.kind == "mtp-from";
+  EXPECT_EQ(mtp_fixes, 2);
+  auto a = Pack::Open(dir + "/whole.strata");
+  auto b = Pack::Open(dir + "/joined.strata");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+  for (const TensorView& t : (*a)->tensors()) {
+    const TensorView* u = (*b)->Find(std::string(t.name));
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_TRUE(std::equal(t.data.begin(), t.data.end(), u->data.begin(), u->data.end())) << t.name;
+  }
+  // Refusals.
+  auto other = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(other.ok());
+  for (const std::string& n : trunk) other->RemoveTensor(n);
+  other->U32("qwen35moe.expert_count", 16);
+  ASSERT_TRUE(other->WriteFile(dir + "/other.gguf").ok());
+  o.mtp_from = dir + "/other.gguf";
+  auto bad = PackFile(dir + "/main.gguf", dir + "/x.strata", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("metadata 'qwen35moe.expert_count': expected u32 8"));
+  o.mtp_from = dir + "/mtp.gguf";
+  auto twice = PackFile(dir + "/whole.gguf", dir + "/x.strata", o);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("the model already has tensor 'blk.4."));
+  // A block asked for by name that fails its checks is refused, not dropped.
+  auto broken = testing::BuildSyntheticModel(s);
+  ASSERT_TRUE(broken.ok());
+  for (const std::string& n : trunk) broken->RemoveTensor(n);
+  broken->ReshapeTensor("blk.4.nextn.eh_proj.weight",
+                        {static_cast<int64_t>(s.hp.n_embd), 2 * static_cast<int64_t>(s.hp.n_embd)});
+  ASSERT_TRUE(broken->WriteFile(dir + "/broken.gguf").ok());
+  o.mtp_from = dir + "/broken.gguf";
+  auto refused = PackFile(dir + "/main.gguf", dir + "/x.strata", o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("blk.4.nextn.eh_proj.weight (from --mtp-from"));
+  // The CLI.
+  auto cli = testing::RunProgram("strata-pack", {dir + "/main.gguf", "--mtp-from", dir + "/mtp.gguf", "-o",
+                                                  dir + "/cli.strata"});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  auto cli_bad = testing::RunProgram("strata-pack", {dir + "/main.gguf", "--mtp-from", dir + "/other.gguf", "-o",
+                                                      dir + "/cli-bad.strata"});
+  EXPECT_NE(cli_bad.exit_code, 0);
+  EXPECT_THAT(cli_bad.err, HasSubstr("the block is of another model"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cli-bad.strata"));
 }
 
 TEST(PackRefusals, SetOverridesAKeyAndMtpTensorsWithoutTheKeyAreRefused) {

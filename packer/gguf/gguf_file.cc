@@ -615,6 +615,26 @@ Result<GgufModel> GgufModel::Open(std::span<const std::string> paths_in) {
   return m;
 }
 
+Result<size_t> GgufModel::AddTensorsFrom(GgufModel&& other, const std::function<bool(std::string_view)>& take) {
+  std::vector<TensorInfo> taken;
+  for (const TensorInfo& t : other.tensors_) {
+    if (!take(t.name)) continue;
+    if (const TensorInfo* mine = FindTensor(t.name))
+      return FailedPrecondition(StrFormat("tensor '%s' is in %s and in %s: take it from one file",
+                                          Printable(t.name).c_str(), shards_[mine->shard]->parsed.name.c_str(),
+                                          other.shards_[t.shard]->parsed.name.c_str()));
+    taken.push_back(t);
+  }
+  const auto base = static_cast<uint32_t>(shards_.size());
+  for (auto& sh : other.shards_) shards_.push_back(std::move(sh));
+  for (TensorInfo t : taken) {
+    t.shard += base;
+    tensor_index_.emplace(t.name, tensors_.size());
+    tensors_.push_back(t);
+  }
+  return taken.size();
+}
+
 const KeyValue* GgufModel::Find(std::string_view key) const {
   auto it = kv_index_.find(key);
   return it == kv_index_.end() ? nullptr : &metadata()[it->second];

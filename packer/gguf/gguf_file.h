@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -159,6 +160,12 @@ class GgufModel {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* FindTensor(std::string_view name) const;
   std::span<const uint8_t> TensorData(const TensorInfo& t) const;
+
+  // Takes the tensors of `other` whose names `take` accepts, with their
+  // files (a publisher's separate MTP file: strata-pack --mtp-from); the
+  // metadata stays this model's. Returns how many were taken. Errors: a name
+  // this model already has (nothing is taken then).
+  Result<size_t> AddTensorsFrom(GgufModel&& other, const std::function<bool(std::string_view)>& take);
 
   size_t shard_count() const { return shards_.size(); }
   const Shard& shard(size_t i) const { return *shards_[i]; }

@@ -10,6 +10,11 @@ namespace strata::testing {
 
 Result<PackResult> PackFile(const std::string& gguf, const std::string& out, PackOptions options) {
   STRATA_ASSIGN_OR_RETURN(gguf::GgufModel m, gguf::GgufModel::Open(gguf));
+  if (!options.mtp_from.empty()) {  // as strata-pack --mtp-from
+    const std::string from = options.mtp_from;
+    options.mtp_from.clear();
+    STRATA_RETURN_IF_ERROR(AttachMtpFrom(m, from, &options));
+  }
   options.output = out;
   if (options.profile_tokens == PackOptions{}.profile_tokens) options.profile_tokens = kTestProfileTokens;
   STRATA_ASSIGN_OR_RETURN(PackResult r, PackModel(m, options));
