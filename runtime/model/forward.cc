@@ -69,7 +69,7 @@ Status RunLayer(const Model& model, Backend& be, int32_t il, OpTimes* times) {
 }
 
 // The head: the hidden states when asked for (every token's kX after the
-// norm), then the logits of the rows asked for.
+// norm), then the logits of the rows asked for (none: logits null).
 Status RunHead(Backend& be, const TensorView* norm, const TensorView& head, float* logits, int32_t* argmax,
                float* hidden, OpTimes* times) {
   OpTimer t(times, OpTimes::kOutput);
@@ -77,7 +77,7 @@ Status RunHead(Backend& be, const TensorView* norm, const TensorView& head, floa
     STRATA_RETURN_IF_ERROR(be.RmsNorm(Act::kX, norm, Act::kH));
     STRATA_RETURN_IF_ERROR(be.ReadAct(Act::kH, hidden));
   }
-  return be.Logits(norm, head, logits, argmax);
+  return logits ? be.Logits(norm, head, logits, argmax) : Status::Ok();
 }
 
 // A pass of the main layers, after BeginPass (token ids in, embeddings in kX).
@@ -196,16 +196,21 @@ Status RunPass(const Model& model, Backend& backend, std::span<const SequenceBat
   d.whole = true;
   // The outputs are sized before any state changes.
   const HParams& hp = model.hp();
-  STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * hp.n_vocab, "the logits buffer"));
-  if (options.argmax) STRATA_RETURN_IF_ERROR(CheckedResize(*options.argmax, static_cast<size_t>(d.n_rows), "the argmax ids"));
+  const bool want_logits = !d.mtp || options.logits;
+  if (want_logits) {
+    STRATA_RETURN_IF_ERROR(CheckedResize(*logits, static_cast<size_t>(d.n_rows) * hp.n_vocab, "the logits buffer"));
+    if (options.argmax)
+      STRATA_RETURN_IF_ERROR(CheckedResize(*options.argmax, static_cast<size_t>(d.n_rows), "the argmax ids"));
+  }
   if (options.hidden)
     STRATA_RETURN_IF_ERROR(CheckedResize(*options.hidden, static_cast<size_t>(d.n) * hp.n_embd, "the hidden states"));
   Status st = backend.BeginPass(d);
   if (!st.ok()) return st;
-  int32_t* argmax = options.argmax ? options.argmax->data() : nullptr;
+  int32_t* argmax = options.argmax && want_logits ? options.argmax->data() : nullptr;
   float* hidden = options.hidden ? options.hidden->data() : nullptr;
   try {
-    st = d.mtp ? RunMtp(model, backend, h_prev, logits->data(), argmax, hidden, options.op_times)
+    st = d.mtp ? RunMtp(model, backend, h_prev, want_logits ? logits->data() : nullptr, argmax, hidden,
+                        options.op_times)
                : RunLayers(model, backend, logits->data(), argmax, hidden, options.op_times);
   } catch (const std::bad_alloc&) {
     // Only an allocation outside the workspace gets here: a backend that

@@ -41,8 +41,9 @@ Status ForwardBatch(const Model& model, Backend& backend, std::span<const Sequen
 // EnableMtp) on `state`, an MTP state (StateLayers::kMtp) of one sequence:
 // token i at position state.n_past + i, read with h_prev row i (n_embd
 // floats: the hidden state, ForwardOptions::hidden, of the position before
-// it, zeros before the first). Logits as Forward's; options.hidden gets the
-// block's own hidden states, what it reads after a token it drafted.
+// it, zeros before the first). Logits as Forward's (none with
+// options.logits false); options.hidden gets the block's own hidden states,
+// what it reads after a token it drafted.
 Status ForwardMtp(const Model& model, Backend& backend, SequenceState& state, std::span<const int32_t> tokens,
                   std::span<const float> h_prev, const ForwardOptions& options, std::vector<float>* logits);
 

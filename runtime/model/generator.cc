@@ -195,6 +195,7 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
     dpo.workspace = draft->workspace;
     dpo.delta_net = o.delta_net;
     dpo.argmax = &dargmax;
+    dpo.logits = false;  // an MTP block only fills its cache (a draft model computes them regardless)
   }
   if (mtp) fo.hidden = &hidden;
 
@@ -349,6 +350,8 @@ Result<GenerateResult> Generator::Generate(std::span<const int32_t> prompt, cons
       if (n == 0 && static_cast<int64_t>(draft_pending.size()) >= std::max<int64_t>(catch_up, 1)) {
         ForwardOptions cfo = dfo;
         cfo.argmax = &dargmax;
+        cfo.logits = false;  // (an MTP block: no head; a draft model's pass computes them regardless)
+        cfo.hidden = nullptr;
         STRATA_RETURN_IF_ERROR(draft_pass(draft_pending, pending_hidden, cfo));
         draft_pending.clear();
         pending_hidden.clear();

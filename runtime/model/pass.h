@@ -138,6 +138,10 @@ struct ForwardOptions {
   // order), after the output norm: what an MTP block reads as h_prev
   // (ForwardMtp; of an MTP pass, its own after its head norm).
   std::vector<float>* hidden = nullptr;
+  // False: no logits at all (ForwardMtp's passes that only fill the block's
+  // cache: the prompt, tokens read between drafts), so the output head,
+  // the largest matrix of a decode step, is not read. ForwardBatch ignores it.
+  bool logits = true;
 };
 
 // One sequence's part of a batch.
