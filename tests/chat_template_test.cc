@@ -220,6 +220,21 @@ TEST(Jinja, RenderingIsBounded) {
 // (repr recursed forever; the cycle leaked) and a chain of 100000 nested
 // lists (freed by recursion). Trees are bounded at parse time; rendering
 // depth, value walks and frees are bounded or iterative.
+// tojson of tojson's output doubles a string's backslashes a time: a loop of
+// it grew one string past 6 GB without writing any of it out
+// (chat_template_fuzz, 2026-12-08; the input is the corpus seed
+// finding-tojson-of-tojson-doubles). A string tojson writes counts against
+// the render's text limit (8 MiB), output or not.
+TEST(Jinja, TojsonOfItsOwnOutputStopsAtTheTextLimit) {
+  const std::string doubling =
+      "{%- set ns = namespace(a='\"') -%}{%- for i in range(60) -%}{%- set ns.a = [ns.a] | tojson -%}"
+      "{%- endfor -%}{{ ns.a | length }}";
+  EXPECT_NE(Render(doubling).find("the template's output passed 8388608 bytes"), std::string::npos)
+      << Render(doubling);
+  // Below the limit it is Python's json.dumps.
+  EXPECT_EQ(Render("{{ ['a\"b'] | tojson | tojson }}"), "\"[\\\"a\\\\\\\"b\\\"]\"");
+}
+
 TEST(Jinja, DeepChainsAndSelfContainingValuesAreErrorsNotCrashes) {
   std::string chain = "{{ 1";
   for (int k = 0; k < 5000; ++k) chain += " - 1";

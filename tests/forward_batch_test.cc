@@ -352,6 +352,19 @@ Result<testing::OpenedModel> MtpPack(Arch arch, const std::string& dir, const st
   });
 }
 
+// The model's MTP block drafting up to max_draft tokens a step (every step:
+// not adaptive), on `b`, with the MTP state `mst`.
+DraftModel MtpDraft(const Model& m, Backend& b, SequenceState& mst, int max_draft) {
+  DraftModel d;
+  d.model = &m;
+  d.backend = &b;
+  d.state = &mst;
+  d.mtp = true;
+  d.max_draft = max_draft;
+  d.adaptive = false;
+  return d;
+}
+
 // What an MTP state holds after a speculative run must be what the block
 // computes reading the same tokens with the model's hidden states of the
 // positions before them (teacher-forced, in one pass): its K and V rows,
@@ -422,13 +435,7 @@ TEST_P(MtpSpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
         auto mst = SequenceState::Create(b, hp, 128, KvType::kF16, 8, StateLayers::kMtp);
         std::vector<int32_t> all = prompt;
         ASSERT_TRUE(st.ok() && mst.ok());
-        DraftModel d;
-        d.model = &m;
-        d.backend = &b;
-        d.state = &*mst;
-        d.mtp = true;
-        d.max_draft = max_draft;
-        d.adaptive = false;
+        const DraftModel d = MtpDraft(m, b, *mst, max_draft);
         GenerateOptions go;
         go.n_predict = kGen;
         go.sampling.temperature = 0.0f;
@@ -525,13 +532,7 @@ TEST_P(MtpSpeculativeTest, AcceptedAndRejectedDraftsGivePlainDecodingsTokens) {
       auto st = SequenceState::Create(b, hp, 128, KvType::kF32, 8);
       auto mst = SequenceState::Create(b, hp, 128, KvType::kF32, 8, StateLayers::kMtp);
       EXPECT_TRUE(st.ok() && mst.ok());
-      DraftModel d;
-      d.model = &m;
-      d.backend = &b;
-      d.state = &*mst;
-      d.mtp = true;
-      d.max_draft = max_draft;
-      d.adaptive = false;
+      const DraftModel d = MtpDraft(m, b, *mst, max_draft);
       GenerateOptions go;
       go.n_predict = 24;
       go.sampling.temperature = 0.0f;

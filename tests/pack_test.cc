@@ -908,16 +908,22 @@ TEST(PackRefusals, SafeNormalizationsAreAppliedAndRecorded) {
   EXPECT_EQ(v, 1.0f);
 }
 
-// An MTP block that fails its checks (a tensor of another shape, a required
-// one missing) is dropped whole, with a recorded fix: the rest of the model
-// packs and runs, and the pack holds no tensor of that layer.
-TEST(PackRefusals, ABrokenMtpBlockIsDroppedWithARecordedFix) {
-  const std::string dir = testing::ScratchDir("pack_mtp_drop");
+// The tiny qwen35moe preset with an MTP layer: 4 main layers, blk.4 the block.
+testing::SyntheticModelSpec TinyQwen35MoeWithMtp() {
   testing::SyntheticModelSpec s;
   s.arch = Arch::kQwen35Moe;
   s.hp = testing::TinyQwen35MoeHParams();
   s.hp.n_layer_all = 5;
   s.hp.nextn_predict_layers = 1;
+  return s;
+}
+
+// An MTP block that fails its checks (a tensor of another shape, a required
+// one missing) is dropped whole, with a recorded fix: the rest of the model
+// packs and runs, and the pack holds no tensor of that layer.
+TEST(PackRefusals, ABrokenMtpBlockIsDroppedWithARecordedFix) {
+  const std::string dir = testing::ScratchDir("pack_mtp_drop");
+  const testing::SyntheticModelSpec s = TinyQwen35MoeWithMtp();
   const std::string bad_shape = "blk.4.nextn.eh_proj.weight", missing = "blk.4.nextn.hnorm.weight";
   for (const std::string& broken : {bad_shape, missing}) {
     SCOPED_TRACE(broken);
@@ -926,7 +932,10 @@ TEST(PackRefusals, ABrokenMtpBlockIsDroppedWithARecordedFix) {
     if (broken == bad_shape) b->ReshapeTensor(broken, {static_cast<int64_t>(s.hp.n_embd), 2 * static_cast<int64_t>(s.hp.n_embd)});
     else b->RemoveTensor(broken);
     ASSERT_TRUE(b->WriteFile(dir + "/m.gguf").ok());
-    auto r = PackFile(dir + "/m.gguf", dir + "/m.strata");
+    PackOptions o;
+    o.probe = false;
+    o.profile = false;
+    auto r = PackFile(dir + "/m.gguf", dir + "/m.strata", o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->hparams.nextn_predict_layers, 0u);
     EXPECT_EQ(r->hparams.n_layer_all, 4u);
@@ -951,11 +960,7 @@ TEST(PackRefusals, ABrokenMtpBlockIsDroppedWithARecordedFix) {
 // the key that differs, and one the model already has, the tensor.
 TEST(PackMtpFrom, TheBlockFromItsOwnFileGivesTheWholeModelsTensors) {
   const std::string dir = testing::ScratchDir("pack_mtp_from");
-  testing::SyntheticModelSpec s;
-  s.arch = Arch::kQwen35Moe;
-  s.hp = testing::TinyQwen35MoeHParams();
-  s.hp.n_layer_all = 5;
-  s.hp.nextn_predict_layers = 1;
+  const testing::SyntheticModelSpec s = TinyQwen35MoeWithMtp();
   auto whole = testing::BuildSyntheticModel(s);
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   ASSERT_TRUE(whole->WriteFile(dir + "/whole.gguf").ok());
@@ -977,9 +982,11 @@ TEST(PackMtpFrom, TheBlockFromItsOwnFileGivesTheWholeModelsTensors) {
   for (const std::string& n : trunk) mtp_only->RemoveTensor(n);
   ASSERT_TRUE(mtp_only->WriteFile(dir + "/mtp.gguf").ok());
 
-  auto want = PackFile(dir + "/whole.gguf", dir + "/whole.strata");
+  PackOptions o;  // no probe or profile: the tensors are what this test compares (and ASan's time)
+  o.probe = false;
+  o.profile = false;
+  auto want = PackFile(dir + "/whole.gguf", dir + "/whole.strata", o);
   ASSERT_TRUE(want.ok()) << want.status().message();
-  PackOptions o;
   o.mtp_from = dir + "/mtp.gguf";
   auto got = PackFile(dir + "/main.gguf", dir + "/joined.strata", o);
   ASSERT_TRUE(got.ok()) << got.status().message();
@@ -1023,8 +1030,8 @@ TEST(PackMtpFrom, TheBlockFromItsOwnFileGivesTheWholeModelsTensors) {
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("blk.4.nextn.eh_proj.weight (from --mtp-from"));
   // The CLI.
-  auto cli = testing::RunProgram("strata-pack", {dir + "/main.gguf", "--mtp-from", dir + "/mtp.gguf", "-o",
-                                                  dir + "/cli.strata"});
+  auto cli = testing::RunProgram("strata-pack", {dir + "/main.gguf", "--mtp-from", dir + "/mtp.gguf", "--no-probe",
+                                                  "--no-profile", "-o", dir + "/cli.strata"});
   EXPECT_EQ(cli.exit_code, 0) << cli.err;
   auto cli_bad = testing::RunProgram("strata-pack", {dir + "/main.gguf", "--mtp-from", dir + "/other.gguf", "-o",
                                                       dir + "/cli-bad.strata"});

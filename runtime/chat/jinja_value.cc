@@ -290,6 +290,11 @@ int64_t IntPow(int64_t base, int64_t exponent, int line) {
 }
 
 void JsonString(const std::string& s, std::string* out) {
+  // Escaping never shortens: a string that cannot fit is an error before
+  // anything is appended, and what escaping added is checked after (a
+  // template that wraps tojson's output in tojson again doubles it a time).
+  if (s.size() > heap.max_text || out->size() > heap.max_text - s.size())
+    throw Error(StrFormat("the template's output passed %zu bytes", heap.max_text), 0);
   *out += '"';
   for (unsigned char c : s) {
     switch (c) {
@@ -306,6 +311,7 @@ void JsonString(const std::string& s, std::string* out) {
     }
   }
   *out += '"';
+  CheckText(*out);
 }
 
 // json.dumps(v, ensure_ascii=False[, indent=n]) as Python writes it.
