@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -343,13 +344,17 @@ TEST_P(SpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
 
 // --spec mtp: the model's own MTP block drafts (arch_spec.h, MtpBlock). A
 // tiny preset with an MTP layer (qwen35moe's has none: one more layer).
-Result<testing::OpenedModel> MtpPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed) {
-  return testing::MakeSyntheticPack(arch, dir, name, seed, [](testing::SyntheticModelSpec& s) {
-    if (s.hp.nextn_predict_layers == 0) {
-      s.hp.nextn_predict_layers = 1;
-      s.hp.n_layer_all = s.hp.n_layer + 1;
-    }
-  });
+Result<testing::OpenedModel> MtpPack(Arch arch, const std::string& dir, const std::string& name, uint64_t seed,
+                                     const std::function<void(testing::GgufBuilder&)>& edit = {}) {
+  return testing::MakeSyntheticPack(
+      arch, dir, name, seed,
+      [](testing::SyntheticModelSpec& s) {
+        if (s.hp.nextn_predict_layers == 0) {
+          s.hp.nextn_predict_layers = 1;
+          s.hp.n_layer_all = s.hp.n_layer + 1;
+        }
+      },
+      edit);
 }
 
 // The model's MTP block drafting up to max_draft tokens a step (every step:
@@ -480,14 +485,8 @@ TEST_P(MtpSpeculativeTest, GreedyTokensAreThoseOfPlainDecoding) {
 TEST_P(MtpSpeculativeTest, AcceptedAndRejectedDraftsGivePlainDecodingsTokens) {
   const Arch arch = GetParam();
   const std::string dir = testing::ScratchDir("speculative_mtp_accept");
-  auto pack = testing::MakeSyntheticPack(
+  auto pack = MtpPack(
       arch, dir, std::string(ArchName(arch)), 11,
-      [](testing::SyntheticModelSpec& s) {
-        if (s.hp.nextn_predict_layers == 0) {
-          s.hp.nextn_predict_layers = 1;
-          s.hp.n_layer_all = s.hp.n_layer + 1;
-        }
-      },
       [arch](testing::GgufBuilder& b) {
         // The preset's shape; its MTP layer is blk.{n_layer} (qwen35moe's is the one the tweak adds).
         const HParams h = testing::TinyHParams(arch);
